@@ -3,7 +3,7 @@ import { assertNotBlocked } from "../lib/exec/guard.js";
 import { startedInBackground, startInBackground } from "../lib/exec/tasks.js";
 import { saveShell, setLiveHint, shellRequest, type SessionShell } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
-import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, takeRun } from "../lib/exec/tool-support.js";
+import { commandData, commandOutput, commandReads, executorOf, guardVerdict, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, takeRun } from "../lib/exec/tool-support.js";
 import { writeBackNotes } from "../lib/exec/write-back-notes.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { idleUnusedNote, KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
@@ -78,7 +78,7 @@ export default defineTool({
     // (the OpenAI-compat shell's every command: a fresh shell at the root that must not end what another door started).
     if (args.restart && args.keep_alive !== false) await endLive(ctx);
     // Caution commands are held by the approval gate (lib/run/pending/gate.ts) before this runs; here only the blocked ones are refused.
-    assertNotBlocked(command, await guardFor(ctx));
+    assertNotBlocked(await guardVerdict(ctx, command));
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 120;
     const cwd = normalizePath(args.working_dir ?? "");

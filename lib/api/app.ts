@@ -13,6 +13,7 @@ import type { AppDeps } from "./deps.js";
 import { ManifestCache } from "../layers/manifest.js";
 import { IsolateCache } from "../shared/isolate-cache.js";
 import { IsolateMemory } from "../shared/isolate-memory.js";
+import { HmacKeys } from "../shared/hmac-keys.js";
 import { VersionCache } from "../workspace/version-cache.js";
 import { SegmentCache } from "../search/segment-cache.js";
 import { ListingCache } from "../search/listing-cache.js";
@@ -85,7 +86,7 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   const callLeases = inputDeps.callLeases ?? (inputDeps.limits ? new CallLeases(inputDeps.limits) : undefined);
   // A write's storage-quota charge from this isolate's allowance (lib/limits/storage-allowance.ts).
   const storageAllowances = inputDeps.storageAllowances ?? (inputDeps.limits ? new StorageAllowances(inputDeps.limits) : undefined);
-  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), ...(callLeases ? { callLeases } : {}), ...(storageAllowances ? { storageAllowances } : {}), ...(live ? { live } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), listingCache: inputDeps.listingCache ?? new ListingCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), oauthKeys: inputDeps.oauthKeys ?? new JwksCache(), oauthTrusts: inputDeps.oauthTrusts ?? new IsolateCache(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
+  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), ...(callLeases ? { callLeases } : {}), ...(storageAllowances ? { storageAllowances } : {}), ...(live ? { live } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), listingCache: inputDeps.listingCache ?? new ListingCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), hmacKeys: inputDeps.hmacKeys ?? new HmacKeys(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), oauthKeys: inputDeps.oauthKeys ?? new JwksCache(), oauthTrusts: inputDeps.oauthTrusts ?? new IsolateCache(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
   const app = newApp();
   if (deps.tracer) app.use("*", traceRequests(deps.tracer));
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...), or an OAuth access token of an issuer the tenant trusts (docs/oauth.md)." });
@@ -132,7 +133,7 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
       // A background run's sandbox time is billed where its result is stored, once (docs/usage.md), after the answer where there is a waitUntil;
       // a live sandbox's end (the runner's POST .../live/ended) is recorded under this request's waitUntil too (liveHub).
       const onRunEnded = deps.onUsage ? (end: RunEnded) => emitUsage(deps.onUsage, backgroundRunUsage(end), bg) : undefined;
-      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(live ? { live: liveHub(live, bg) } : {}), keyAlive, ...(deps.limits ? { limits: deps.limits } : {}), ...(onRunEnded ? { onRunEnded } : {}) });
+      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, ...(deps.hmacKeys ? { hmacKeys: deps.hmacKeys } : {}), listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(live ? { live: liveHub(live, bg) } : {}), keyAlive, ...(deps.limits ? { limits: deps.limits } : {}), ...(onRunEnded ? { onRunEnded } : {}) });
     });
   }
   addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));

@@ -17,6 +17,7 @@ import type { SearchLimits } from "../search/cpu-budget.js";
 import type { SegmentCache } from "../search/segment-cache.js";
 import type { ListingCache } from "../search/listing-cache.js";
 import type { IsolateCache } from "../shared/isolate-cache.js";
+import type { HmacKeys } from "../shared/hmac-keys.js";
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 
 export type Permission = Scope;
@@ -40,6 +41,8 @@ export interface ToolDeps {
   storageAllowances?: StorageAllowances;
   /** Secret for HMAC-signed, workspace-scoped tokens (sync endpoint of the bash runner). */
   syncSecret?: string;
+  /** The isolate's imported HMAC keys (lib/shared/hmac-keys.ts): the sync secret's key imported once; createApp makes one when absent. */
+  hmacKeys?: HmacKeys;
   /** This API's base URL as the runner reaches it (for /v1/sync). */
   syncUrl?: string;
   /** Live sessions (keep_alive: docs/live-sessions.md), made by createApp from AppDeps.liveCoordinator; without it keep_alive answers UNAVAILABLE. */

@@ -8,6 +8,7 @@ import type { IsolateCache } from "../shared/isolate-cache.js";
 import type { Executor, RunLimits } from "./types.js";
 import type { Caller } from "../limits/store.js";
 import type { LiveService } from "./live/service.js";
+import type { HmacKeys } from "../shared/hmac-keys.js";
 
 /** The app's pieces a run uses (AppDeps, lib/api/deps.ts, has them). */
 export interface ExecDeps {
@@ -17,6 +18,8 @@ export interface ExecDeps {
   /** Signs the run's sync token; with syncUrl, where the runner reaches the sync API. */
   syncSecret?: string;
   syncUrl?: string;
+  /** The isolate's imported HMAC keys (lib/shared/hmac-keys.ts): a run's token signed without importing the secret again; createApp makes one. */
+  hmacKeys?: HmacKeys;
   runLimits?: Partial<RunLimits>;
   /** The isolate's cache of tenant settings (guard rails, git identity), read for a few seconds. */
   policies?: IsolateCache;

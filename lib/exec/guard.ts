@@ -100,8 +100,7 @@ export function checkCommand(command: string, lists: GuardLists = DEFAULT_GUARD)
   return caution ? { action: "confirm", rule: caution } : { action: "allow" };
 }
 
-/** Throws BLOCKED for a blocked command. Caution commands pass here: the approval gate has held them already (or a human approved them). */
-export function assertNotBlocked(command: string, lists: GuardLists = DEFAULT_GUARD): void {
-  const v = checkCommand(command, lists);
+/** Throws BLOCKED for a command the verdict blocks. Caution commands pass here: the approval gate has held them already (or a human approved them). */
+export function assertNotBlocked(v: GuardVerdict): void {
   if (v.action === "block") throw new ToolError("BLOCKED", `Refused: ${v.rule.message} (rule ${v.rule.id}). This command is not run; find another way to do what you need.`, { rule: v.rule.id });
 }

@@ -57,7 +57,7 @@ export async function signEvent(secret: string | undefined, event: ExecEvent, no
   const key = checkSecret(secret, "API");
   const { auth: _dropped, ...plain } = event as SignedEvent;
   const exp = now + invocationTtlMs(plain);
-  return { ...plain, auth: { exp, sig: await sign(key, signedText(exp, plain)) } };
+  return { ...plain, auth: { exp, sig: await sign(key, signedText(exp, plain), undefined) } };
 }
 
 /**
@@ -72,7 +72,7 @@ export async function verifyEvent(secret: string | undefined, received: unknown,
   const { auth, ...event } = received as Partial<SignedEvent>;
   if (!auth || typeof auth !== "object" || typeof auth.sig !== "string" || typeof auth.exp !== "number" || !Number.isFinite(auth.exp))
     throw refuse("invocation_unsigned", `The command runner refused an unsigned invocation: only the Toolshed API, which signs each one with ${RUNNER_SECRET_VAR}, may invoke it.`);
-  if (!safeEqual(await sign(key, signedText(auth.exp, event as ExecEvent)), auth.sig))
+  if (!safeEqual(await sign(key, signedText(auth.exp, event as ExecEvent), undefined), auth.sig))
     throw refuse("invocation_bad_signature", `The command runner refused an invocation whose signature does not match its fields: it was altered, or the API and the runner hold different values of ${RUNNER_SECRET_VAR}.`);
   if (auth.exp <= now) throw refuse("invocation_expired", `The command runner refused an invocation that expired at ${new Date(auth.exp).toISOString()} before it arrived; make the call again.`);
   return event as ExecEvent;

@@ -8,7 +8,7 @@ import { ToolError } from "../shared/errors.js";
 import { randomId } from "../shared/hash.js";
 import type { ExecCall, ExecDeps } from "./call.js";
 import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identity.js";
-import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
+import { checkCommand, DEFAULT_GUARD, mergeGuard, type GuardLists, type GuardVerdict } from "./guard.js";
 import { RUN_MARGIN_MS } from "../sync/run-records.js";
 import { quotaMessage, RunKilled } from "./runs.js";
 import { firstNames } from "./write-back-notes.js";
@@ -41,7 +41,7 @@ export async function runRequest(
   const m = input.background ? { k: ctx.auth.key_id ?? "" } : ctx.progress ? { k: ctx.auth.key_id ?? "", s: 1 as const } : undefined;
   const network = ctx.auth.scopes.includes("network");
   const [token, git, domains] = await Promise.all([
-    mintSyncToken(deps.syncSecret, { ...workspaceClaims(ctx.ws), r: key, ...(u ? { u } : {}), ...(m ? { m } : {}), ...keyQuotaClaim(ctx.auth) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
+    mintSyncToken(deps.syncSecret, { ...workspaceClaims(ctx.ws), r: key, ...(u ? { u } : {}), ...(m ? { m } : {}), ...keyQuotaClaim(ctx.auth) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000), { keys: deps.hmacKeys }),
     gitIdentityFor(ctx),
     network ? egressDomainsFor(ctx) : undefined,
   ]);
@@ -115,6 +115,22 @@ export const commandReads =
 
 /** The tenant's guard rails: KV `guard/<tenant>` = {blocked?, caution?, replace?}, else the defaults (read once per call: the gate and bash both ask). */
 export const guardFor = oncePerCall(readGuard);
+
+const verdicts = new WeakMap<ExecCall, { command: string; verdict: Promise<GuardVerdict> }>();
+
+/**
+ * The guard rails' verdict on the call's command, checked once per call: the approval gate asks it
+ * (a caution rule holds the call: lib/run/pending/destructive.ts) and bash asks it again (a blocked rule
+ * refuses it); the second ask gets the first answer, so each pattern runs once a call. Another command
+ * in the same call (none today) is checked afresh.
+ */
+export function guardVerdict(ctx: ExecCall, command: string): Promise<GuardVerdict> {
+  const known = verdicts.get(ctx);
+  if (known?.command === command) return known.verdict;
+  const verdict = guardFor(ctx).then((lists) => checkCommand(command, lists));
+  verdicts.set(ctx, { command, verdict });
+  return verdict;
+}
 
 async function readGuard(ctx: ExecCall): Promise<GuardLists> {
   const raw = await tenantSetting(ctx, `guard/${ctx.ws.tenant}`);

@@ -5,6 +5,7 @@ import type { ManifestCache } from "../layers/manifest.js";
 import type { KeyAlive, LiveHub } from "./live-types.js";
 import type { LimitsStore } from "../limits/store.js";
 import type { ExecResponse } from "./types.js";
+import type { HmacKeys } from "../shared/hmac-keys.js";
 
 /**
  * A detached run's end, as its result was stored (lib/sync/runs.ts PUT /result): told once per run,
@@ -30,6 +31,8 @@ export interface SyncServerDeps {
   kv: KeyValueStore;
   /** HMAC secret shared with whoever mints tokens (the API itself). */
   secret: string;
+  /** The app's imported HMAC keys (lib/shared/hmac-keys.ts): the secret's key imported once per isolate. Absent: imported at every sign and check. */
+  hmacKeys?: HmacKeys;
   /** Raw storage for undo records and blobs (the batch routes get `driver` as the merged view). Default: driver. */
   storage?: StorageDriver;
   /** The tenants' limits: a write-back is charged to the storage quotas like any write (lib/limits/storage-quota.ts). Absent: not counted. */

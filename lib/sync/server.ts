@@ -82,7 +82,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
   try {
     const url = new URL(req.url);
     const auth = req.headers.get("authorization") ?? "";
-    const claims = auth.startsWith("Bearer ") ? await verifySyncToken(deps.secret, auth.slice(7)) : null;
+    const claims = auth.startsWith("Bearer ") ? await verifySyncToken(deps.secret, auth.slice(7), { keys: deps.hmacKeys }) : null;
     if (!claims) throw new ToolError("UNAUTHORIZED", "Missing, invalid or expired sync token.");
     const prefix = filesPrefix(claims.t, claims.w);
     // The run's own record (claim, output, kill flag, result: lib/sync/runs.ts) lies outside

@@ -89,7 +89,7 @@ async function stage(req: Request, claims: SyncClaims, deps: SyncServerDeps, sto
     return json({ ok: false, error: errorBody(err) }, err.status);
   }
   await ws.flushChanges();
-  return json({ files: answers, receipt: await signReceipt(deps.secret, claims, staged) });
+  return json({ files: answers, receipt: await signReceipt(deps.secret, claims, staged, deps.hmacKeys) });
 }
 
 async function commit(req: Request, claims: SyncClaims, deps: SyncServerDeps, storage: SyncServerDeps["driver"]): Promise<Response> {
@@ -97,7 +97,7 @@ async function commit(req: Request, claims: SyncClaims, deps: SyncServerDeps, st
   const receipts = body?.receipts;
   if (!Array.isArray(receipts) || receipts.length < 1) throw new ToolError("INVALID_ARGUMENT", "receipts must be a non-empty array of the receipts /v1/sync/stage answered.");
   const files: StagedFile[] = [];
-  for (const [n, r] of receipts.entries()) files.push(...(await openReceipt(deps.secret, claims, r, n)));
+  for (const [n, r] of receipts.entries()) files.push(...(await openReceipt(deps.secret, claims, r, n, deps.hmacKeys)));
   if (files.length > COMMIT_MAX_FILES) throw new ToolError("PAYLOAD_TOO_LARGE", `A commit holds at most ${COMMIT_MAX_FILES} files; nothing was committed.`);
   // A path staged twice (two stage requests): the later one is refused, the first committed.
   const answers: (CommitAnswer | null)[] = [];

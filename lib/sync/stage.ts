@@ -25,6 +25,7 @@
 import { ToolError } from "../shared/errors.js";
 import { safeEqual } from "../shared/hash.js";
 import { sign, type SyncClaims } from "./token.js";
+import type { HmacKeys } from "../shared/hmac-keys.js";
 import { base64UrlToBytes, bytesToBase64Url } from "../shared/text.js";
 import type { StagedFile } from "../layers/commit-staged.js";
 
@@ -52,7 +53,7 @@ const dec = new TextDecoder();
 const PURPOSE = "toolshed-stage-receipt.";
 
 /** Signs the entries staged by one request of run `claims.r`. */
-export async function signReceipt(secret: string, claims: SyncClaims, files: StagedFile[]): Promise<string> {
+export async function signReceipt(secret: string, claims: SyncClaims, files: StagedFile[], keys: HmacKeys | undefined): Promise<string> {
   const packs: string[] = [];
   const index = new Map<string, number>();
   const e = files.map((f): Row => {
@@ -64,15 +65,15 @@ export async function signReceipt(secret: string, claims: SyncClaims, files: Sta
     return [f.path, f.cond, f.etag, f.size, p, f.offset, f.modified];
   });
   const body = bytesToBase64Url(enc.encode(JSON.stringify({ v: 1, t: claims.t, w: claims.w, r: claims.r, packs, e } satisfies ReceiptBody)));
-  return `${body}.${await sign(secret, PURPOSE + body)}`;
+  return `${body}.${await sign(secret, PURPOSE + body, keys)}`;
 }
 
 /** The staged files of a receipt of this run, or INVALID_ARGUMENT (forged, damaged, or another run's / workspace's). */
-export async function openReceipt(secret: string, claims: SyncClaims, receipt: unknown, n: number): Promise<StagedFile[]> {
+export async function openReceipt(secret: string, claims: SyncClaims, receipt: unknown, n: number, keys: HmacKeys | undefined): Promise<StagedFile[]> {
   const bad = (why: string) => new ToolError("INVALID_ARGUMENT", `Receipt ${n} ${why}; nothing was committed. Stage the files again in this run.`);
   if (typeof receipt !== "string") throw bad("is not a string");
   const [body, mac, extra] = receipt.split(".");
-  if (!body || !mac || extra !== undefined || !safeEqual(await sign(secret, PURPOSE + body), mac)) throw bad("is not a receipt of this API (bad signature)");
+  if (!body || !mac || extra !== undefined || !safeEqual(await sign(secret, PURPOSE + body, keys), mac)) throw bad("is not a receipt of this API (bad signature)");
   const bytes = base64UrlToBytes(body);
   if (!bytes) throw bad("cannot be read");
   let j: ReceiptBody;

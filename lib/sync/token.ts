@@ -5,6 +5,7 @@
  */
 import { safeEqual } from "../shared/hash.js";
 import { base64UrlToBytes, bytesToBase64Url } from "../shared/text.js";
+import { hmacSign, type HmacKeys } from "../shared/hmac-keys.js";
 import type { Caller } from "../limits/store.js";
 
 export interface SyncClaims {
@@ -49,10 +50,16 @@ export interface SyncClaims {
 
 const enc = new TextEncoder();
 
-/** HMAC-SHA256 of `data` under the sync secret, base64url (tokens, and packed write-back receipts: lib/sync/stage.ts). */
-export async function sign(secret: string, data: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return bytesToBase64Url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(data))));
+/**
+ * HMAC-SHA256 of `data` under the sync secret, base64url (tokens, and packed write-back receipts: lib/sync/stage.ts);
+ * `keys`, the app's imported keys (lib/shared/hmac-keys.ts: AppDeps.hmacKeys), undefined where there is no app (the key imported for this call).
+ */
+export const sign = (secret: string, data: string, keys: HmacKeys | undefined): Promise<string> => hmacSign(secret, data, keys);
+
+/** How a token is minted or checked: `keys`, the app's imported keys (as for sign); `now`, the clock (ms). */
+export interface TokenOptions {
+  keys?: HmacKeys | undefined;
+  now?: number;
 }
 
 type StorageLimits = { storage_bytes?: number; files_per_workspace?: number };
@@ -71,17 +78,17 @@ export const writeBackCaller = (claims: Pick<SyncClaims, "q">): Caller => (claim
 export const workspaceClaims = (ws: { readonly tenant: string; readonly id: string; readonly instance?: string | undefined }): Pick<SyncClaims, "t" | "w" | "i"> => ({ t: ws.tenant, w: ws.id, ...(ws.instance !== undefined ? { i: ws.instance } : {}) });
 
 /** A token for one run; ttlSeconds should cover the run's timeout plus the write-back. */
-export async function mintSyncToken(secret: string, claims: Omit<SyncClaims, "exp">, ttlSeconds: number, now = Date.now()): Promise<string> {
+export async function mintSyncToken(secret: string, claims: Omit<SyncClaims, "exp">, ttlSeconds: number, { keys, now = Date.now() }: TokenOptions = {}): Promise<string> {
   if (secret.length < 16) throw new Error("sync token secret too short");
   const body = bytesToBase64Url(enc.encode(JSON.stringify({ ...claims, exp: Math.floor(now / 1000) + ttlSeconds })));
-  return `${body}.${await sign(secret, body)}`;
+  return `${body}.${await sign(secret, body, keys)}`;
 }
 
 /** The claims of a valid, unexpired token; null otherwise. */
-export async function verifySyncToken(secret: string, token: string, now = Date.now()): Promise<SyncClaims | null> {
+export async function verifySyncToken(secret: string, token: string, { keys, now = Date.now() }: TokenOptions = {}): Promise<SyncClaims | null> {
   const [body, mac, extra] = token.split(".");
   if (!body || !mac || extra !== undefined) return null;
-  if (!safeEqual(await sign(secret, body), mac)) return null;
+  if (!safeEqual(await sign(secret, body, keys), mac)) return null;
   const bytes = base64UrlToBytes(body);
   if (!bytes) return null;
   try {

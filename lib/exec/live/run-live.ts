@@ -22,6 +22,7 @@ import type { LiveKey, RunAnswer } from "./types.js";
 import { lossNote, REASONS } from "./loss-note.js";
 import { forgottenNote, IDLE_KEPT_NOTE, startedNote } from "./keep-alive.js";
 import type { Limits } from "../../limits/fields.js";
+import type { HmacKeys } from "../../shared/hmac-keys.js";
 
 /** A call that asks for a live sandbox where the deployment has none (no coordinator): `what` is how it asked. */
 export const liveOff = (what: string) => new ToolError("UNAVAILABLE", `Live sandboxes (${what}) are not enabled on this server: every command runs in a fresh sandbox. Call without ${what}.`);
@@ -55,8 +56,8 @@ export interface LiveRun {
  * and made again under its id never runs in the old one's sandbox, whose token is refused there too.
  * The key id is the fourth item: session-records.ts sandboxKeyId reads it (a loss is told to its key).
  */
-export async function sandboxOf(req: RunRequest, syncSecret: string, instance: string | undefined, keyId: string | undefined): Promise<string> {
-  const secrets = await Promise.all((req.egress_secrets ?? []).map(async (s) => [s.name, s.host, s.header, await sign(syncSecret, `live-sandbox-secret\n${s.value}`)]));
+export async function sandboxOf(req: RunRequest, syncSecret: string, instance: string | undefined, keyId: string | undefined, keys: HmacKeys | undefined): Promise<string> {
+  const secrets = await Promise.all((req.egress_secrets ?? []).map(async (s) => [s.name, s.host, s.header, await sign(syncSecret, `live-sandbox-secret\n${s.value}`, keys)]));
   const domains = req.egress_domains ? [req.egress_domains.allowed_domains?.toSorted() ?? null, req.egress_domains.blocked_domains?.toSorted() ?? []] : null;
   return JSON.stringify([req.network === true, secrets.sort(), instance ?? null, keyId ?? "", ...(domains ? [domains] : [])]);
 }
@@ -132,7 +133,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
   // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):
   // a call whose isolate died holds its session no longer than this.
   const first = await svc.coordinator.call(key, shell ? { ...req, shell: { keep: shell.keep } } : req, {
-    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: await sandboxOf(req, ctx.deps.syncSecret!, ctx.ws.instance, ctx.auth.key_id), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}), ...(join ? { join: true } : {}),
+    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: await sandboxOf(req, ctx.deps.syncSecret!, ctx.ws.instance, ctx.auth.key_id, ctx.deps.hmacKeys), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}), ...(join ? { join: true } : {}),
   });
   let loaded = null as SessionShell | null; // set by withShell (a closure: not narrowed to null)
   const withShell = async (): Promise<RunRequest> => {
@@ -239,7 +240,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
   const lifeMs = liveLifeMs(svc.max_life_ms, ctx.auth.key_expires_at);
   let marked: Promise<void> | undefined;
   try {
-    const token = await mintSyncToken(deps.syncSecret!, { ...workspaceClaims(ctx.ws), r: `live_${generation}`, l: { s: key.session, g: generation, ...liveKeyClaim(ctx.auth.key_id) }, ...keyQuotaClaim(ctx.auth) }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000));
+    const token = await mintSyncToken(deps.syncSecret!, { ...workspaceClaims(ctx.ws), r: `live_${generation}`, l: { s: key.session, g: generation, ...liveKeyClaim(ctx.auth.key_id) }, ...keyQuotaClaim(ctx.auth) }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000), { keys: deps.hmacKeys });
     const liveReq: RunRequest = {
       version: 1, idempotency_key: `live_${generation}`, tenant: key.tenant, workspace: key.workspace, command: "",
       timeout_ms: lifeMs, sync: { url: req.sync.url, token },

@@ -13,8 +13,7 @@
  * agent and the approver read says which rule held the call. No I/O beyond the workspace's own
  * reads (a HEAD or a short listing) and the guard rails' KV read (cached per call).
  */
-import { guardFor } from "../../exec/tool-support.js";
-import { checkCommand } from "../../exec/guard.js";
+import { guardVerdict } from "../../exec/tool-support.js";
 import { parsePatch } from "../../tools/patch/parse.js";
 import { baseName, joinPath, normalizeFilePath, normalizePath } from "../../layout/paths.js";
 import type { ToolContext } from "../../contract/tool.js";
@@ -45,7 +44,7 @@ const pathOr = (p: unknown, normalize: (s: string) => string): string | null => 
 
 const bash: Check = async (args, ctx) => {
   if (typeof args.command !== "string") return null;
-  const v = checkCommand(args.command, await guardFor(ctx));
+  const v = await guardVerdict(ctx, args.command);
   if (v.action !== "confirm") return null; // blocked commands are refused by the tool itself
   return { rule: v.rule.id, reason: `${v.rule.message} (rule ${v.rule.id})` };
 };

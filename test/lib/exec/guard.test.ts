@@ -84,7 +84,7 @@ describe("guard rails", () => {
   it("throws BLOCKED as a ToolError naming the rule; caution commands pass (the approval gate holds them)", () => {
     const err = (cmd: string) => {
       try {
-        assertNotBlocked(cmd, DEFAULT_GUARD);
+        assertNotBlocked(checkCommand(cmd, DEFAULT_GUARD));
         return null;
       } catch (e) {
         return e as ToolError;

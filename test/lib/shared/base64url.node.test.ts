@@ -52,7 +52,7 @@ describe("tokens handed out before decode unchanged", () => {
   });
 
   it("a sync token verifies to its claims; a manifest digest is the same string", async () => {
-    const claims = await verifySyncToken("fixture-sync-secret-0123456789", OLD.token, Date.UTC(2026, 11, 1));
+    const claims = await verifySyncToken("fixture-sync-secret-0123456789", OLD.token, { now: Date.UTC(2026, 11, 1) });
     expect(claims).toMatchObject({ t: "acme", w: "ws1", r: "r0123456789abcde" });
     expect(await digestOf([{ path: "a/b.txt", etag: "e1" }, { path: "c", etag: "e2" }])).toBe(OLD.digest);
   });
