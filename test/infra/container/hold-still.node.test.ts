@@ -34,3 +34,31 @@ it("stops every listed process (a busy one, a sleeping one), resumes only those 
 it("a sandbox whose processes cannot be seen is not held: null (the caller ends it)", async () => {
   expect(await holdStill(async () => [])).toBeNull();
 });
+
+it("reads the whole list twice per hold when nothing forks: once to stop, once to see all still (each turn between reads only the threads of those stopped)", async () => {
+  const sleepers = Array.from({ length: 20 }, (_, i) => start(`exec sleep ${700 + i}`));
+  await sleep(100);
+  let scans = 0;
+  const list = async () => (scans++, sleepers);
+  for (let i = 0; i < 10; i++) {
+    const resume = await holdStill(list);
+    expect(resume).not.toBeNull();
+    expect(sleepers.map(states).join("")).toBe("T".repeat(20));
+    resume!();
+  }
+  // Before (2026-12-02): every turn until the stops took effect read the whole list again (6.7 reads per hold, in a live sandbox at load 16).
+  expect(scans).toBe(20);
+});
+
+it("a process that keeps continuing another: both are held (the one continued is stopped again)", async () => {
+  const target = start("exec sleep 720");
+  const waker = start(`while :; do kill -CONT ${target} 2>/dev/null; done`);
+  await sleep(100);
+  for (let i = 0; i < 5; i++) {
+    const resume = await holdStill(async () => [target, waker]);
+    expect(resume).not.toBeNull();
+    expect([states(target), states(waker)]).toEqual(["T", "T"]);
+    resume!();
+    await sleep(20);
+  }
+});
