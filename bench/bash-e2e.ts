@@ -39,10 +39,13 @@ export class LocalRunner {
   private root = "";
   private retired: string[] = [];
   readonly port: number;
+  /** Node's own flags for the runner process (e.g. `--inspect=127.0.0.1:PORT` for a CPU profile of it: bench/cpu-live.ts). */
+  private readonly nodeFlags: string[];
   /** TOOLSHED_RUNNER_SECRET of this runner: give the same value to the API (docs/runner-security.md). */
   readonly secret = randomBytes(24).toString("hex");
-  constructor(port: number) {
+  constructor(port: number, nodeFlags: string[] = []) {
     this.port = port;
+    this.nodeFlags = nodeFlags;
   }
 
   /** The runner process's id (its sandboxes are its children), while it runs. */
@@ -66,7 +69,7 @@ export class LocalRunner {
   async start(): Promise<void> {
     this.root = mkdtempSync(join(tmpdir(), "toolshed-bench-runner-"));
     chmodSync(this.root, 0o711);
-    const child = spawn(process.execPath, ["dist/container/local-server.mjs"], {
+    const child = spawn(process.execPath, [...this.nodeFlags, "dist/container/local-server.mjs"], {
       stdio: ["ignore", "ignore", "inherit"],
       // The time-to-interactive bursts start 50 runs of one tenant at once: the stand-in's fair share (8 of 32 by
       // default: infra/container/tenant-share.ts) would refuse most of them, and Lambda has no per-tenant bound.

@@ -5,12 +5,14 @@
  * as bench/live-trace.ts), a session's live sandbox warmed up by 5 untimed calls, then `--calls` bash
  * `true` calls with keep_alive (after an untimed PUT of `--edits` files each, when set).
  *
- *   npx node bench/cpu-profile.ts live [--files=10000] [--calls=40] [--edits=0] [--cpu-only] [--top=40] [--out=…]
+ *   npx node bench/cpu-profile.ts live [--files=10000] [--calls=40] [--edits=0] [--cpu-only | --runner] [--top=40] [--out=…]
  *
  * --cpu-only: no profiler; the CPU of each process over the timed calls (/proc), per call: the
  * Worker's workerd (the one that is not `wrangler dev`'s proxy: the larger of the two), the proxy's,
- * the runner with its reaped sandboxes, and this process (the client's fetch). Otherwise a V8 profile
- * of the Worker over the timed calls, summarised with the frozen bundle's source map.
+ * the runner with its reaped sandboxes, and this process (the client's fetch); then the runner's part
+ * by process: its Node process, what it reaped, and the live sandbox's processes by name. Otherwise a
+ * V8 profile over the timed calls: of the Worker, summarised with the frozen bundle's source map, or
+ * with --runner of the runner's Node process (its inspector; dist/container/local-server.mjs's map).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -37,7 +39,9 @@ export async function live<Profile>({ arg, tenant, profiled }: LiveDeps<Profile>
   const files = Number(arg("files", "10000")), calls = Number(arg("calls", "40")), edits = Number(arg("edits", "0"));
   const corpus = buildCorpora([files], "bench/.data")[0]!.files;
   LocalRunner.build();
-  const runner = new LocalRunner(await freePort());
+  const ofRunner = process.argv.includes("--runner");
+  const runnerInspector = ofRunner ? await freePort() : 0;
+  const runner = new LocalRunner(await freePort(), ofRunner ? [`--inspect=127.0.0.1:${runnerInspector}`] : []);
   await runner.start();
   const port = await freePort();
   const frozen = freezeWorker("bench/wrangler.toml");
@@ -59,6 +63,10 @@ export async function live<Profile>({ arg, tenant, profiled }: LiveDeps<Profile>
       for (let i = 0; i < calls; i++) await call(i);
       await new Promise((r) => setTimeout(r, 1200)); // the work after the last answer (the audit entry)
     };
+    if (ofRunner) {
+      const map = "dist/container/local-server.mjs.map";
+      return await profiled({ inspectorPort: runnerInspector } as WorkerProcess, timed, readFileSync(map, "utf8"));
+    }
     if (!process.argv.includes("--cpu-only")) {
       const dir = dirname(frozen.config);
       const map = ["worker.js.map", "index.js.map"].map((f) => join(dir, f)).find((f) => existsSync(f));
@@ -66,7 +74,13 @@ export async function live<Profile>({ arg, tenant, profiled }: LiveDeps<Profile>
     }
     const workerds = descendants(w.child.pid!).filter((p) => commOf(p) === "workerd");
     const runnerPids = () => [runner.pid!, ...descendants(runner.pid!)];
-    const before = { workerd: workerds.map((p) => cpuOf([p]).total), runner: cpuOf(runnerPids(), { reaped: true }).total, self: selfCpu() };
+    const runnerParts = () => {
+      const node = cpuOf([runner.pid!]).total;
+      const parts: Record<string, number> = { "runner's node": node, "reaped by it": cpuOf([runner.pid!], { reaped: true }).total - node };
+      for (const [comm, ms] of Object.entries(cpuOf(descendants(runner.pid!), { reaped: true }).by)) parts[comm] = (parts[comm] ?? 0) + ms;
+      return parts;
+    };
+    const before = { workerd: workerds.map((p) => cpuOf([p]).total), runner: cpuOf(runnerPids(), { reaped: true }).total, parts: runnerParts(), self: selfCpu() };
     const t0 = performance.now();
     await timed();
     const wall = performance.now() - t0 - 1200;
@@ -75,6 +89,9 @@ export async function live<Profile>({ arg, tenant, profiled }: LiveDeps<Profile>
     const self = (selfCpu() - before.self) / calls;
     console.log(`${files} files, ${calls} live calls${edits ? ` after ${edits} edited files each` : " (no change)"}: ${(wall / calls).toFixed(1)} ms a call (the edits' PUTs included); CPU ms per call (the 1.2 s after the last answer included):`);
     console.log(`  Worker's workerd ${workerd[0]?.toFixed(1)}  proxy's workerd ${workerd.slice(1).reduce((a, b) => a + b, 0).toFixed(1)}  runner + sandbox ${run.toFixed(1)}  client ${self.toFixed(1)}`);
+    // The runner's part by process (a sandbox process seen only after the start counts from 0).
+    const parts = Object.entries(runnerParts()).map(([k, ms]) => `${k} ${((ms - (before.parts[k] ?? 0)) / calls).toFixed(1)}`);
+    console.log(`  runner by process: ${parts.join("  ")}`);
     return null;
   } finally {
     await w.stop();

@@ -17,6 +17,14 @@ import { blockedIn, threadStates } from "./live-status.js";
 export type Resume = () => void;
 
 const turn = () => new Promise((r) => setImmediate(r));
+const millisecond = () => new Promise((r) => setTimeout(r, 1));
+/**
+ * How long the threads just stopped are read every turn of the event loop (a stop takes effect
+ * within microseconds on an idle core); after it, once a millisecond: on a busy machine a stopped
+ * process waits for a core before it stops (10 ms and more at load 17), and reading it every turn
+ * meanwhile only took a core from it (58 turns a hold, most of the runner's CPU per live command).
+ */
+const SPIN_MS = 1;
 
 /**
  * The system calls (by process.arch) a thread sleeps in uninterruptibly (D) while the child it
@@ -33,12 +41,17 @@ const running = (pid: number) =>
 /**
  * Stops every process `pids()` lists, scanning again until a scan finds each one stopped (a fork
  * made before its parent stopped is found by the next scan; a thread in a system call stops when it
- * returns). Resolves with the resume, or null when they did not all stop within `waitMs`, or when
- * the first scan finds no process at all (a live sandbox always has its shell: one that cannot be
- * seen cannot be shown to hold still). The caller then ends the sandbox; what was stopped is
- * resumed first.
+ * returns). Between two scans only the threads of the processes just sent SIGSTOP are read, until
+ * they hold still (every turn for SPIN_MS, then once a millisecond): a scan lists every process of
+ * the sandbox (under bubblewrap, the pid namespace's whole tree from /proc), and one per turn while
+ * a stop took effect was most of a live command's CPU on the runner (6.7 scans per hold at load
+ * 16, docs/benchmarks/investigations-live.md); a hold takes two when nothing forks meanwhile.
+ * Resolves with the resume, or null when they did not all stop within `waitMs`, or when the first
+ * scan finds no process at all (a live sandbox always has its shell: one that cannot be seen cannot
+ * be shown to hold still). The caller then ends the sandbox; what was stopped is resumed first.
+ * `counts` (tests): the scans, and the readings between them.
  */
-export async function holdStill(pids: () => Promise<number[]>, waitMs = 5000): Promise<Resume | null> {
+export async function holdStill(pids: () => Promise<number[]>, waitMs = 5000, counts?: { scans: number; readings: number }): Promise<Resume | null> {
   const stopped = new Set<number>();
   const resume: Resume = () => {
     for (const pid of stopped) {
@@ -49,14 +62,9 @@ export async function holdStill(pids: () => Promise<number[]>, waitMs = 5000): P
       }
     }
   };
-  const until = Date.now() + waitMs;
-  for (let first = true; ; first = false) {
-    const all = await pids();
-    if (first && all.length === 0) return null;
-    const moving = all.filter(running);
-    if (moving.length === 0) return resume;
-    if (Date.now() > until) return resume(), null;
-    for (const pid of moving) {
+  /** SIGSTOP to each of `pids` (again to one still running: a process of the sandbox may have continued it). */
+  const stop = (pids: number[]) => {
+    for (const pid of pids) {
       try {
         process.kill(pid, "SIGSTOP");
         stopped.add(pid);
@@ -64,7 +72,23 @@ export async function holdStill(pids: () => Promise<number[]>, waitMs = 5000): P
         /* gone meanwhile */
       }
     }
-    await turn();
+  };
+  const until = Date.now() + waitMs;
+  for (let first = true; ; first = false) {
+    const all = await pids();
+    if (counts) counts.scans++;
+    if (first && all.length === 0) return null;
+    let moving = all.filter(running);
+    if (moving.length === 0) return resume;
+    // Until those stop: what they made before stopping, or continued, is found by the next scan.
+    const from = performance.now();
+    while (moving.length) {
+      if (Date.now() > until) return resume(), null;
+      stop(moving);
+      await (performance.now() - from < SPIN_MS ? turn() : millisecond());
+      if (counts) counts.readings++;
+      moving = moving.filter(running);
+    }
   }
 }
 

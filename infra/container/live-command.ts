@@ -15,7 +15,7 @@ import { refusedName } from "../../lib/exec/write-back-notes.js";
 import { cutAtWord } from "../../lib/shared/text.js";
 import type { RunRecordClient, SyncClient } from "../../lib/sync/types.js";
 import { FOREGROUND_KILL_AFTER_MS } from "../../lib/sync/run-records.js";
-import { conditionalManifest, type CarriedManifest } from "../../lib/sync/view.js";
+import { conditionalManifest, type CarriedManifest, type ManifestResult } from "../../lib/sync/view.js";
 import type { CarriedFile } from "../../lib/sync/carried-files.js";
 import { watchDisk } from "./disk-quota.js";
 import { OutputCollector } from "./output.js";
@@ -25,7 +25,7 @@ import { runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
 import { MiB, type RunnerDeps } from "./runner.js";
 import { shellQuote } from "./sandbox.js";
 import { commandOnFirstLine, readShellState, restoreLines } from "./shell-state.js";
-import { ensureCwd, slotBytes, syncIn } from "./sync-in.js";
+import { ensureCwd, leavesTree, slotBytes, syncIn } from "./sync-in.js";
 import { syncOut, type SyncedOut } from "./sync-out.js";
 import type { LiveShell } from "./live-shell.js";
 import type { Slot } from "./tree.js";
@@ -197,13 +197,19 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const runId = runIdOf(req);
   const t0 = Date.now();
   const unsure = <T>(p: Promise<T>) => p.catch((e) => { ctx.unsure = true; throw e; });
-  // The runner works on the tree only while the sandbox holds still (hold-still.ts): before the command, and after it.
-  const { bg, synced, cwdMade } = await shell.still(async () => {
-    const bg = background ? await unsure(writeBackBackground(ctx, sync, runId, limits)) : null;
-    const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null, carried.manifest);
-    const synced = await unsure(syncIn(slot, listed, sync, deps.owner, carried.files));
-    return { bg, synced, cwdMade: await ensureCwd(slot, cwd, deps.owner) };
-  });
+  // The runner works on the tree only while the sandbox holds still (hold-still.ts): before the command when it has work
+  // there (a background write-back, files to sync in, a working directory to make), and after it.
+  const manifest = () => conditionalManifest(sync, slot.view, slot.modes?.etag ?? null, carried.manifest);
+  const syncTree = async (listed: Promise<ManifestResult>) => ({ synced: await unsure(syncIn(slot, listed, sync, deps.owner, carried.files)), cwdMade: await ensureCwd(slot, cwd, deps.owner) });
+  // With no background process only the answer changes the view: it is taken first, and a sync-in that leaves the tree as it is holds nothing.
+  const early = background ? null : await unsure(manifest());
+  let bg: SyncedOut | null = null;
+  const { synced, cwdMade } = early && cwd === "" && leavesTree(slot, early)
+    ? await syncTree(Promise.resolve(early))
+    : await shell.still(async () => {
+        if (background) bg = await unsure(writeBackBackground(ctx, sync, runId, limits));
+        return syncTree(early ? Promise.resolve(early) : manifest());
+      });
   const syncInMs = Date.now() - t0;
   const baseBytes = slotBytes(slot);
   const logPath = join(deps.workDir, "logs", `${runId}-${Date.now()}.log`);

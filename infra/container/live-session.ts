@@ -18,8 +18,9 @@ import { boundedEnded, boundedStatus, lostOf, type LiveEnded, type LiveLost, typ
 import type { ExecResponse, RunRecordClient, SyncClient } from "../../lib/sync/types.js";
 import type { ManifestQuery } from "../../lib/sync/manifest.js";
 import { manifestAnswerOf } from "../../lib/sync/manifest-wire.js";
-import { viewQuery, type CarriedManifest, type ManifestView } from "../../lib/sync/view.js";
-import { carriedFilesOf, heldMarks } from "../../lib/sync/carried-files.js";
+import { viewQuery, type CarriedManifest } from "../../lib/sync/view.js";
+import { carriedFilesOf } from "../../lib/sync/carried-files.js";
+import { viewMarks } from "./view-marks.js";
 import { ChannelLost, retryingChannel, type RetryPolicy } from "./live-channel.js";
 import { finalWritten, runLiveCommand, writeBackBackground, type LiveContext } from "./live-command.js";
 import { LiveShell } from "./live-shell.js";
@@ -58,12 +59,6 @@ function carriedOf(view: { query: ManifestQuery; version: number }, body: unknow
   } catch {
     return undefined;
   }
-}
-
-/** The marks of a view (heldMarks), kept while the view stays the same. */
-function heldMarksOf() {
-  let at: { view: ManifestView; version: number; held: string | undefined } | null = null;
-  return { of: (view: ManifestView) => (at?.view === view && at.version === view.version ? at : (at = { view, version: view.version, held: heldMarks(view.values(), view.size) })).held };
 }
 
 /**
@@ -159,8 +154,8 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     void shell.exited.finally(() => gone.abort()).catch(() => {});
     let first = true;
     let background = false;
-    /** The view's marks, made again only when the view changed since (ManifestView.version). */
-    const marks = heldMarksOf();
+    /** The view's marks, made again only when its entries changed since (view-marks.ts). */
+    const marks = viewMarks();
     /** The status the last poll carried: what ran before the command it brought (pollsWithAnswer). */
     let polled: LiveStatus | null = null;
     for (;;) {
@@ -182,7 +177,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       // The poll carries the query of the slot's view: a command comes with its answer (no manifest request of its own),
       // and, on a tree that is its view's fixpoint, the marks of the view: with the bytes of the few small files it lacks.
       const view = await viewQuery(slot.view, slot.modes?.etag ?? null);
-      const held = slot.synced ? marks.of(slot.view) : undefined;
+      const held = slot.synced ? marks.of(slot.view, view.query) : undefined;
       const manifest = held === undefined ? view.query : { ...view.query, held };
       try {
         // The last command's answer, when it may, is this poll (one request); an API that answers it 204 has recorded it: then the poll is one of its own.

@@ -30,11 +30,11 @@ export interface SyncedIn {
 export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: SyncClient, owner: Owner, carried?: ReadonlyMap<string, CarriedFile>): Promise<SyncedIn> {
   const manifest = await listed;
   const manifestFiles = slot.view.size;
+  const untouched = leavesTree(slot, manifest);
+  const synced = modesChanged(slot, manifest) ? null : slot.synced;
   const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
-  const modesChanged = modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
   if (modes !== "same") slot.modes = modes && slotModes(modes);
-  const synced = modesChanged ? null : slot.synced;
-  if (manifest.unchanged && synced) return { rec: { downloaded_files: 0, downloaded_bytes: 0, skipped: [...synced.skipped], clean: true, entries: 0, whole: false }, manifestFiles };
+  if (untouched && synced) return { rec: { downloaded_files: 0, downloaded_bytes: 0, skipped: [...synced.skipped], clean: true, entries: 0, whole: false }, manifestFiles };
   slot.synced = null;
   // The slot was the view's fixpoint and the answer says exactly what changed: only those entries.
   if (synced && manifest.changed && !synced.skipped.some((s) => s.reason === "path_conflict")) {
@@ -56,6 +56,18 @@ export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: 
   rec.clean &&= dirRec.clean && linkSkips.length === 0;
   if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
   return { rec, manifestFiles };
+}
+
+/**
+ * Whether syncIn with `manifest` leaves the slot's tree as it is (no file, directory, link or
+ * execute bit to change on disk): storage is what the view held, the execute bits with it, and the
+ * tree is the view's fixpoint. A live command then needs no hold before it (live-command.ts).
+ */
+export const leavesTree = (slot: Slot, manifest: ManifestResult): boolean => manifest.unchanged && !modesChanged(slot, manifest) && slot.synced !== null;
+
+/** The answer's execute bits are not the slot's (null: this API keeps none, and the slot had some). */
+function modesChanged(slot: Slot, { modes }: ManifestResult): boolean {
+  return modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
 }
 
 /** Makes the working directory; returns the directories it made (not the command's: they get no marker). */

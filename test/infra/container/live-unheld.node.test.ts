@@ -41,6 +41,7 @@ describe("a live sandbox that does not hold still", () => {
   it("before a command: the sandbox ends, the command does not run, and its output says so", async () => {
     const s = startLive();
     expect((await s.cmd("echo one")).stdout).toBe("one\n");
+    await t.write("edited.txt", "a tool's edit\n"); // work in the tree before the command: its sync-in holds the sandbox
     armed = true;
     const r = await s.cmd("echo two > two.txt; echo two");
     expect(r.stdout).toBe("");
