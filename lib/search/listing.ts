@@ -291,10 +291,10 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   return { files, dirs: dirList, skipped, truncated, pages, ...(walked && files === kept ? { walked } : {}) };
 }
 
-/** The root of a search: "" or an existing directory; NOT_FOUND or NOT_A_DIRECTORY otherwise. */
+/** The root of a search: "" or an existing directory (one only links make too; the table is read on a miss); NOT_FOUND or NOT_A_DIRECTORY otherwise. */
 export async function requireDirectory(ws: SearchedWorkspace, root: string, tool: string): Promise<void> {
   if (root === "") return;
   const st = await ws.stat(root);
-  if (!st) throw await ws.notFound(root, "Directory");
-  if (st.type === "file") throw new ToolError("NOT_A_DIRECTORY", `${root} is a file, not a directory. ${tool === "grep" ? "" : `Give a directory as path, or use read to open ${root}.`}`.trim(), { path: root });
+  if (!st && ![...(await readLinks(ws)).keys()].some((p) => p.startsWith(`${root}/`))) throw await ws.notFound(root, "Directory");
+  if (st?.type === "file") throw new ToolError("NOT_A_DIRECTORY", `${root} is a file, not a directory. ${tool === "grep" ? "" : `Give a directory as path, or use read to open ${root}.`}`.trim(), { path: root });
 }

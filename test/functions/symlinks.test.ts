@@ -107,6 +107,9 @@ describe("file tools through symlinks", () => {
     expect(listed.filter((e: any) => e.type === "directory").map((e: any) => e.path).sort()).toEqual(dirs);
     expect(expectOk(await t.call("glob", { pattern: "**/" })).matches.map((m: any) => m.path)).toEqual(dirs.map((d) => `${d}/`));
     expect(expectOk(await t.call("find", { type: "dir" })).matches.map((m: any) => m.path)).toEqual(dirs.map((d) => `${d}/`));
+    // As the root of find and glob, a directory only links make is a directory (was NOT_FOUND): its links are named, not followed.
+    expect(expectOk(await t.call("find", { path: "outer" })).matches.map((m: any) => m.path)).toEqual(["outer/deep/"]);
+    expect(expectOk(await t.call("glob", { pattern: "**/*", path: "inner" })).skipped.counts).toEqual({ symlink: 1 });
   });
 
   it("glob, find and grep never follow links and name them in the skip report", async () => {
