@@ -189,8 +189,9 @@ export default defineTool({
       const hidden = (p: string) => !showHidden && isHidden(p.slice(dir ? dir.length + 1 : 0));
       for (const d of below.dirs) {
         if (listed.has(d)) continue;
-        if (hidden(d)) hiddenSkipped++;
-        else entries.push({ name: baseName(d), path: d, type: "directory" });
+        // A hidden directory is one skipped entry of a level; recursive, its hidden links are counted instead (as storage's files are).
+        if (!hidden(d)) entries.push({ name: baseName(d), path: d, type: "directory" });
+        else if (!recursive) hiddenSkipped++;
       }
       for (const l of below.links) {
         if (hidden(l.path)) hiddenSkipped++;

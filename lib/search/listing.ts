@@ -11,8 +11,7 @@
  * pages after the first be listed in parallel.
  *
  * Explicit directories (markers, keys ending in "/": lib/layout/paths.ts) are never files here: they
- * only add their directory to `dirs` (find, glob with a trailing "/"), like a file implies its
- * parents.
+ * only add their directory to `dirs` (find, glob with a trailing "/"), as a file or a link implies its parents.
  */
 import { ToolError } from "../shared/errors.js";
 import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../layout/paths.js";
@@ -93,15 +92,18 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   links.catch(() => {});
   const ancestorsIgnores = o.includeIgnored ? Promise.resolve([]) : readAncestorIgnores(ws, listRoot, budget);
 
+  /** The directories `path` (a file, a marker or a link) lies in, below the root and above a skipped one. */
+  const collectParents = (path: string, skip: ReturnType<typeof staticSkip>): void => {
+    const limit = skip?.isDir ? skip.entry.length - 1 : path.length;
+    for (let at = path.indexOf("/", rootLen); at >= 0 && at < limit; at = path.indexOf("/", at + 1)) dirs.add(path.slice(0, at));
+  };
+
   /** Takes one object; returns the key to jump past when the object lies in a skipped directory. */
   const take = (obj: ObjectInfo): string | null => takePath(obj.key.slice(prefix.length), obj.etag, obj.size, obj.modified.getTime());
   const takePath = (path: string, etag: string, size: number, modified: number): string | null => {
     listed++;
     const skip = staticSkip(path, o.root, o);
-    if (o.collectDirs) {
-      const limit = skip?.isDir ? skip.entry.length - 1 : path.length;
-      for (let at = path.indexOf("/", rootLen); at >= 0 && at < limit; at = path.indexOf("/", at + 1)) dirs.add(path.slice(0, at));
-    }
+    if (o.collectDirs) collectParents(path, skip);
     if (!o.includeIgnored && baseName(path) === ".gitignore" && !(skip?.isDir)) gitignoreFiles.push(path);
     if (skip) {
       skipped.add(skip.reason, skip.entry);
@@ -148,7 +150,6 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
 
   /** Lists the tree page by page: the first page, then (when there is more and a hint exists) the rest in parallel. */
   const listPages = async (): Promise<void> => {
-    // The first page, then (when there is more and a hint exists) the rest in parallel.
     budget.take("list");
     pages++;
     const first = await ws.driver.list({ prefix: rootPrefix, limit: PAGE });
@@ -254,6 +255,8 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   } else await listPages();
 
   o.onListed?.(listed, listed);
+  // A link implies its directories as a file does; added past the walk's cache, which holds storage's keys only.
+  if (o.collectDirs) for (const p of (await links).keys()) if (isWithin(p, listRoot) && p !== listRoot) collectParents(p, staticSkip(p, o.root, o));
 
   // .gitignore rules: those above the root, and those listed below it.
   let files = kept;
@@ -288,10 +291,10 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   return { files, dirs: dirList, skipped, truncated, pages, ...(walked && files === kept ? { walked } : {}) };
 }
 
-/** The root of a search: "" or an existing directory; NOT_FOUND or NOT_A_DIRECTORY otherwise. */
+/** The root of a search: "" or an existing directory (one only links make too; the table is read on a miss); NOT_FOUND or NOT_A_DIRECTORY otherwise. */
 export async function requireDirectory(ws: SearchedWorkspace, root: string, tool: string): Promise<void> {
   if (root === "") return;
   const st = await ws.stat(root);
-  if (!st) throw await ws.notFound(root, "Directory");
-  if (st.type === "file") throw new ToolError("NOT_A_DIRECTORY", `${root} is a file, not a directory. ${tool === "grep" ? "" : `Give a directory as path, or use read to open ${root}.`}`.trim(), { path: root });
+  if (!st && ![...(await readLinks(ws)).keys()].some((p) => p.startsWith(`${root}/`))) throw await ws.notFound(root, "Directory");
+  if (st?.type === "file") throw new ToolError("NOT_A_DIRECTORY", `${root} is a file, not a directory. ${tool === "grep" ? "" : `Give a directory as path, or use read to open ${root}.`}`.trim(), { path: root });
 }

@@ -69,8 +69,10 @@ export async function linkNotFollowed(ws: LinkStore, path: string, caught: unkno
 }
 
 /**
- * The links a listing of `dir` shows (ls): recursive, every link below it; else the links directly
- * in it, and the subdirectories that only links imply (a directory of links holds no file object).
+ * The links a listing of `dir` shows (ls, the raw listing), and the directories they imply (a
+ * directory of links holds no file object, so storage lists none): recursive, every link below
+ * `dir` and every directory between `dir` and one; else the links directly in it and its
+ * subdirectories that hold links. The listings add the directories storage did not list.
  */
 export function linksBelow(links: ReadonlyMap<string, string>, dir: string, recursive: boolean): { links: { path: string; target: string }[]; dirs: string[] } {
   const out: { path: string; target: string }[] = [];
@@ -81,7 +83,7 @@ export function linksBelow(links: ReadonlyMap<string, string>, dir: string, recu
     const rel = path.slice(pre.length);
     const slash = rel.indexOf("/");
     if (recursive || slash < 0) out.push({ path, target });
-    else dirs.add(pre + rel.slice(0, slash));
+    for (let at = slash; at >= 0; at = recursive ? rel.indexOf("/", at + 1) : -1) dirs.add(pre + rel.slice(0, at));
   }
   return { links: out, dirs: [...dirs] };
 }

@@ -85,6 +85,33 @@ describe("file tools through symlinks", () => {
     expect(rec.entries.filter((e: any) => e.type === "symlink").map((e: any) => e.path)).toEqual(["above", "alias", "chain", "dang", "dirlink", "loop1", "loop2", "nested/up", "out"]);
   });
 
+  it("recursive ls, the raw recursive listing, glob of directories and find list the directories only links (or only empty-directory markers) make (a recursive ls said '0 directories' for them)", async () => {
+    const t = await newTenant(undefined, UNGATED);
+    await upload(t, "a", "a\n");
+    // As `mkdir inner; ln -s ../a inner/l; mkdir -p outer/deep; ln -s ../../a outer/deep/l; mkdir -p m/e` leaves them.
+    const r = await importReq(t, tar([
+      { name: "inner/l", type: "2", linkname: "../a" },
+      { name: "outer/deep/l", type: "2", linkname: "../../a" },
+      { name: "m/e/", type: "5" },
+    ]));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const dirs = ["inner", "m", "m/e", "outer", "outer/deep"];
+    const rec = await t.call("ls", { path: "", recursive: true });
+    const data = expectOk(rec);
+    expect(data.entries.map((e: any) => `${e.type}:${e.path}`)).toEqual(["file:a", "directory:inner", "symlink:inner/l", "directory:m", "directory:m/e", "directory:outer", "directory:outer/deep", "symlink:outer/deep/l"]);
+    expect(rec.body.output).toContain("/ (recursive): 5 directories, 1 file, 2 symlinks");
+    expect(rec.body.output).toContain("\ninner/\n");
+    expect(expectOk(await t.call("ls", { path: "outer", recursive: true })).entries.map((e: any) => e.path)).toEqual(["outer/deep", "outer/deep/l"]);
+    const raw = await t.req(`/v1/workspaces/${t.ws}/files/?recursive=true`);
+    const listed = ((await raw.json()) as any).entries;
+    expect(listed.filter((e: any) => e.type === "directory").map((e: any) => e.path).sort()).toEqual(dirs);
+    expect(expectOk(await t.call("glob", { pattern: "**/" })).matches.map((m: any) => m.path)).toEqual(dirs.map((d) => `${d}/`));
+    expect(expectOk(await t.call("find", { type: "dir" })).matches.map((m: any) => m.path)).toEqual(dirs.map((d) => `${d}/`));
+    // As the root of find and glob, a directory only links make is a directory (was NOT_FOUND): its links are named, not followed.
+    expect(expectOk(await t.call("find", { path: "outer" })).matches.map((m: any) => m.path)).toEqual(["outer/deep/"]);
+    expect(expectOk(await t.call("glob", { pattern: "**/*", path: "inner" })).skipped.counts).toEqual({ symlink: 1 });
+  });
+
   it("glob, find and grep never follow links and name them in the skip report", async () => {
     const t = await seeded();
     for (const [tool, args] of [["glob", { pattern: "**/*" }], ["find", { path: "" }], ["grep", { pattern: "real" }]] as const) {

@@ -268,6 +268,8 @@ export interface RawRoute {
   /** The OpenAPI operation(s), keyed by method when they differ; required unless `undocumented` says why. */
   doc?: Doc | Partial<Record<Method, Doc>>;
   undocumented?: string;
+  /** Methods routed only for the handler to refuse them (MCP's GET and DELETE: RoutePolicy.refuses). */
+  refuses?: Method[];
   /** Handlers that run before the guard (the tool meter, so that refusals are metered too). */
   before?: MiddlewareHandler<AppEnv>[];
   /** Reads started beside the guard's read of the workspace record (BodyRule.early). */
@@ -285,7 +287,7 @@ export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute
     const d = spec.doc && m in spec.doc ? (spec.doc as Record<Method, Doc>)[m] : (spec.doc as Doc | undefined);
     return { m, d };
   });
-  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}), ...(spec.wildcard ? { wildcard: spec.wildcard } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.undocumented ? {} : { query: queryNamesOf(spec.path, docs.map(({ m, d }) => ({ method: m, doc: d }))) }), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}), ...(spec.knownLayered ? { knownLayered: true } : {}) });
+  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}), ...(spec.wildcard ? { wildcard: spec.wildcard } : {}), ...(spec.refuses ? { refuses: spec.refuses.map((m) => m.toUpperCase()) } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.undocumented ? {} : { query: queryNamesOf(spec.path, docs.map(({ m, d }) => ({ method: m, doc: d }))) }), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}), ...(spec.knownLayered ? { knownLayered: true } : {}) });
   const chain = [...(spec.before ?? []), g, ...handlers] as Handler<AppEnv>[];
   const on = app.on.bind(app) as unknown as (method: string | string[], path: string, ...h: Handler<AppEnv>[]) => void;
   on(spec.method === "all" ? "ALL" : methods.map((m) => m.toUpperCase()), spec.path, ...chain);

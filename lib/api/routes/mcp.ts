@@ -88,6 +88,8 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
     app, deps,
     {
       method: ["post", "get", "delete"],
+      // GET and DELETE are routed (guarded, then refused: methodRefused) and served by no one: the app never names them as taken here.
+      refuses: ["get", "delete"],
       path: MCP_PATH,
       access: { auth: "tenant", scope: "any", workspace: true, runsTools: true },
       undocumented: "MCP Streamable HTTP (JSON-RPC 2.0), specified by the Model Context Protocol rather than by OpenAPI; every tool call checks its own scope",

@@ -26,6 +26,8 @@ export interface RoutePolicy {
   undocumented?: string;
   /** What the path's trailing `*` holds, named `{wildcard}` in the document and the route walks (default: `path`). */
   wildcard?: string;
+  /** Methods (upper case) the route takes only to refuse them: no 404 or 405 of the app says the path takes them (served-routes.ts methodsAt). */
+  refuses?: string[];
 }
 
 /** The guard carries its route's policy, so the policy can be read back from the app's routes. */

@@ -68,12 +68,13 @@ function pathPattern(path: string): RegExp {
  * The methods the app serves at a request path (none: no route has that path), read from the app
  * once, when first asked: a request no route took is 405 with them where its path is served by
  * other methods (a GET of a tool route), 404 otherwise. Matched as the router matches (strictly: a
- * trailing slash is another path), so a path is never said to take a method the router refuses there.
+ * trailing slash is another path), so a path is never said to take a method the router refuses there,
+ * nor one its route takes only to refuse (RoutePolicy.refuses: MCP's GET and DELETE).
  */
 export function methodsAt(app: Hono<AppEnv>): (path: string) => string[] {
   let routes: { method: string; re: RegExp }[] | null = null;
   return (path) => {
-    routes ??= servedRoutes(app).filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, re: pathPattern(r.path) }));
+    routes ??= servedRoutes(app).filter((r) => r.method !== "ALL" && !r.policy?.refuses?.includes(r.method)).map((r) => ({ method: r.method, re: pathPattern(r.path) }));
     return [...new Set(routes.filter((r) => r.re.test(path)).map((r) => r.method))];
   };
 }

@@ -78,6 +78,18 @@ describe("a method the path does not take", () => {
     expect(listing.status).toBe(405);
   });
 
+  it("a trailing slash on the MCP endpoint names only the method it serves, POST (said 'takes POST, GET, DELETE': GET and DELETE are routed only to be refused, RoutePolicy.refuses)", async () => {
+    for (const method of ["POST", "GET", "DELETE"]) {
+      const res = await app.request("/v1/workspaces/probe/mcp/", { method });
+      const body = (await res.json()) as any;
+      expect(res.status, method).toBe(404);
+      expect(body.error.details, method).toEqual({ path: "/v1/workspaces/probe/mcp", methods: ["POST"] });
+      expect(body.error.message, method).toContain(`/v1/workspaces/probe/mcp (without the trailing slash) takes POST${method === "POST" ? ": send POST /v1/workspaces/probe/mcp" : "."}`);
+    }
+    // The refusing methods are still routed, and still refused after the guard (no key here: 401 before the 405).
+    expect((await app.request("/v1/workspaces/probe/mcp", { method: "GET" })).status).toBe(401);
+  });
+
   it("the MCP endpoint: a method MCP does not have (PUT, PATCH, OPTIONS), before any key, is the JSON-RPC error GET and DELETE get, 405 with Allow: POST (was the HTTP routes' envelope)", async () => {
     for (const method of ["PUT", "PATCH", "OPTIONS"]) {
       for (const headers of [{}, { "mcp-session-id": "ask-0123456789abcdefghijklmn" }] as Record<string, string>[]) {
