@@ -5,7 +5,7 @@ import { CpuBudget } from "../lib/search/cpu-budget.js";
 import { DEFAULT_BUDGET, grep, GREP_LISTING, MAX_SCAN_BYTES } from "../lib/search/grep.js";
 import type { FileHits, GrepMode } from "../lib/search/grep-types.js";
 import { namesHidden } from "../lib/search/ignore.js";
-import type { Listed } from "../lib/search/listing.js";
+import { onlyLinksMake, type Listed } from "../lib/search/listing.js";
 import { compileMatcher, type LineMatch, type MatchSpec } from "../lib/search/matcher.js";
 import { bothSpellings, decomposableLetters } from "../lib/search/spellings.js";
 import { decodeResume, encodeResume, searchFingerprint } from "../lib/search/resume.js";
@@ -74,8 +74,8 @@ export default defineTool({
     let rootFile: Listed | null = null;
     if (path !== "") {
       const st = await ws.stat(path);
-      if (!st) throw await ws.notFound(path, "Path");
-      if (st.type === "file") rootFile = { path, etag: st.etag, size: st.size, modified: st.modified.getTime() };
+      if (!st && !(await onlyLinksMake(ws, path))) throw await ws.notFound(path, "Path");
+      if (st?.type === "file") rootFile = { path, etag: st.etag, size: st.size, modified: st.modified.getTime() };
     }
     const root = rootFile ? "" : path;
     const filter = rootFile ? null : both(args.glob ? fileGlobTest(args.glob, root) : null, args.type ? typeTest(args.type) : null);

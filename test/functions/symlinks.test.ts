@@ -110,6 +110,9 @@ describe("file tools through symlinks", () => {
     // As the root of find and glob, a directory only links make is a directory (was NOT_FOUND): its links are named, not followed.
     expect(expectOk(await t.call("find", { path: "outer" })).matches.map((m: any) => m.path)).toEqual(["outer/deep/"]);
     expect(expectOk(await t.call("glob", { pattern: "**/*", path: "inner" })).skipped.counts).toEqual({ symlink: 1 });
+    // And of grep: no match there, its link named as skipped (was NOT_FOUND).
+    const g = expectOk(await t.call("grep", { pattern: "real", path: "inner" }));
+    expect([g.count, g.skipped.counts]).toEqual([0, { symlink: 1 }]);
   });
 
   it("glob, find and grep never follow links and name them in the skip report", async () => {
