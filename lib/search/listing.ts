@@ -13,7 +13,6 @@
  * Explicit directories (markers, keys ending in "/": lib/layout/paths.ts) are never files here: they
  * only add their directory to `dirs` (find, glob with a trailing "/"), as a file or a link implies its parents.
  */
-import { ToolError } from "../shared/errors.js";
 import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../layout/paths.js";
 import { readLinks } from "../layout/links.js";
 import { canWalk, type KeyWalk, type ObjectInfo } from "../storage/types.js";
@@ -291,15 +290,3 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   return { files, dirs: dirList, skipped, truncated, pages, ...(walked && files === kept ? { walked } : {}) };
 }
 
-/** Whether `dir`, which holds no object, is a directory all the same: one only links make (the links table read). */
-export async function onlyLinksMake(ws: SearchedWorkspace, dir: string): Promise<boolean> {
-  return [...(await readLinks(ws)).keys()].some((p) => p.startsWith(`${dir}/`));
-}
-
-/** The root of a search: "" or an existing directory (one only links make too; the table is read on a miss); NOT_FOUND or NOT_A_DIRECTORY otherwise. */
-export async function requireDirectory(ws: SearchedWorkspace, root: string, tool: string): Promise<void> {
-  if (root === "") return;
-  const st = await ws.stat(root);
-  if (!st && !(await onlyLinksMake(ws, root))) throw await ws.notFound(root, "Directory");
-  if (st?.type === "file") throw new ToolError("NOT_A_DIRECTORY", `${root} is a file, not a directory. ${tool === "grep" ? "" : `Give a directory as path, or use read to open ${root}.`}`.trim(), { path: root });
-}
