@@ -9,36 +9,18 @@
  */
 import { afterAll, expect, it } from "vitest";
 import { appLiveService } from "../../../../lib/api/live-events.js";
-import { memoryLiveCoordinator } from "../../../../lib/exec/live/memory.js";
-import { LIVE_TIMINGS, liveLeaseMs } from "../../../../lib/exec/live/service.js";
-import type { LiveCoordinator } from "../../../../lib/exec/live/types.js";
+import { liveLeaseMs } from "../../../../lib/exec/live/service.js";
 import { liveMarkersPrefix } from "../../../../lib/layout/live-markers.js";
 import { workspacePrefix } from "../../../../lib/layout/paths.js";
 import { listAudit } from "../../../../lib/run/audit/store.js";
 import { housekeepingTick } from "../../../../lib/runtime/housekeeping.js";
 import { LIVE_MAX_LIFE_MS } from "../../../../lib/sync/live-types.js";
 import { sandboxApp } from "../../doors/sandbox-app.js";
-import { until } from "../../../infra/container/live-helpers.js";
+import { cutOffRunner } from "./cut-off-runner.js";
 import { sessionCalls } from "./session-calls.js";
 
-/** Polls held 1 s, so the runner meets its cut soon. */
-const TIMINGS = { ...LIVE_TIMINGS, poll_ms: 1000 };
-let current = memoryLiveCoordinator(TIMINGS);
-const coordinator = new Proxy({} as LiveCoordinator, { get: (_, m) => (...a: unknown[]) => (current as any)[m](...a) });
-
-/** The runner's live channel, cut while `cut` is set: each request refused as by a network gone, the `ended` ones kept as sent. */
-let cut = false;
-const refusedEnded: { url: string; init: RequestInit }[] = [];
-const cutOff = (f: typeof fetch): typeof fetch =>
-  (async (u: string, i: RequestInit) => {
-    if (cut && String(u).includes("/v1/sync/live/")) {
-      if (String(u).endsWith("/v1/sync/live/ended")) refusedEnded.push({ url: String(u), init: i });
-      throw new TypeError("fetch failed: the test cut the runner off");
-    }
-    return f(u, i);
-  }) as typeof fetch;
-
-const { app, deps, storage, tenant, usage, call, close } = sandboxApp({ liveCoordinator: coordinator }, cutOff);
+const runner = cutOffRunner();
+const { app, deps, storage, tenant, usage, call, close } = sandboxApp({ liveCoordinator: runner.coordinator }, runner.runnerFetch);
 afterAll(close);
 
 /** The scheduled tick with the app's live service, its clock `ahead` ms from now; the tick's log lines. */
@@ -51,13 +33,10 @@ async function tick(ahead: number): Promise<string[]> {
 /** A live sandbox in session s1 of `t`'s main, then the reset and the runner cut off: an end nobody reported. */
 async function forgottenSandbox(t: { id: string; key: string }): Promise<number> {
   const started = Date.now();
-  refusedEnded.length = 0;
-  cut = false;
+  runner.reconnect(); // a test before may have left it cut off
   expect(await sessionCalls(call, t.key, "s1").bash({ command: "true", keep_alive: true, idle_timeout_s: 60 })).toContain("[live sandbox started");
   expect((await storage.list({ prefix: liveMarkersPrefix(t.id, "main") })).objects).toHaveLength(1);
-  cut = true;
-  current = memoryLiveCoordinator(TIMINGS); // the reset: every session forgotten
-  await until(() => refusedEnded.length > 0, "the runner's ended, refused", 30_000); // it gave the channel up: to the API, it never reports
+  await runner.forgetAndCutOff();
   return started;
 }
 
@@ -80,8 +59,7 @@ it("the scheduled tick bills a forgotten end once its marker is past a sandbox's
   expect(audit.entries.filter((e) => e.route === "live sandbox end").map((e) => e.args)).toEqual([expect.objectContaining({ reason: "crashed", wall_ms: LIVE_MAX_LIFE_MS })]);
 
   await tick(liveLeaseMs(LIVE_MAX_LIFE_MS) + 2000);
-  cut = false;
-  const late = refusedEnded[0]!;
+  const late = runner.reconnect()!;
   expect((await app.request(late.url, late.init)).status).toBe(204); // its runner's ended after all
   expect(records(t.id).map((u) => u.route)).toEqual(["live sandbox"]);
 }, 60_000);
@@ -97,8 +75,7 @@ it("a workspace's delete bills its forgotten end before the marker goes with it,
   expect(ends[0]!.sandbox_ms).toBeLessThanOrEqual(Date.now() - started); // from its marker to the delete
   expect((await storage.list({ prefix: workspacePrefix(t.id, "main") })).objects.map((o) => o.key)).toEqual([]); // its end mark went with it, and no audit entry came
 
-  cut = false;
-  const late = refusedEnded[0]!;
+  const late = runner.reconnect()!;
   expect((await app.request(late.url, late.init)).status).toBe(204);
   expect(records(t.id).map((u) => u.route)).toEqual(["live sandbox"]);
 }, 60_000);

@@ -7,35 +7,16 @@
  * (2026-12-02) the slot was freed but the end never billed: no record, no audit end entry, the marker left.
  */
 import { afterAll, expect, it } from "vitest";
-import { memoryLiveCoordinator } from "../../../../lib/exec/live/memory.js";
-import { LIVE_TIMINGS } from "../../../../lib/exec/live/service.js";
-import type { LiveCoordinator } from "../../../../lib/exec/live/types.js";
 import { liveMarkersPrefix } from "../../../../lib/layout/live-markers.js";
 import { memoryLimits } from "../../../../lib/limits/store.js";
 import { listAudit } from "../../../../lib/run/audit/store.js";
 import { sandboxApp } from "../../doors/sandbox-app.js";
-import { until } from "../../../infra/container/live-helpers.js";
+import { cutOffRunner } from "./cut-off-runner.js";
 import { sessionCalls } from "./session-calls.js";
 
-/** Polls held 1 s, so the runner meets its cut soon. */
-const TIMINGS = { ...LIVE_TIMINGS, poll_ms: 1000 };
-let current = memoryLiveCoordinator(TIMINGS);
-const coordinator = new Proxy({} as LiveCoordinator, { get: (_, m) => (...a: unknown[]) => (current as any)[m](...a) });
-
-/** The runner's live channel, cut when `cut` is set: each request refused as by a network gone, the `ended` ones kept as sent. */
-let cut = false;
-const refusedEnded: { url: string; init: RequestInit }[] = [];
-const cutOff = (f: typeof fetch): typeof fetch =>
-  (async (u: string, i: RequestInit) => {
-    if (cut && String(u).includes("/v1/sync/live/")) {
-      if (String(u).endsWith("/v1/sync/live/ended")) refusedEnded.push({ url: String(u), init: i });
-      throw new TypeError("fetch failed: the test cut the runner off");
-    }
-    return f(u, i);
-  }) as typeof fetch;
-
+const runner = cutOffRunner();
 const limits = memoryLimits();
-const { app, storage, tenant, usage, call, close } = sandboxApp({ liveCoordinator: coordinator, limits }, cutOff);
+const { app, storage, tenant, usage, call, close } = sandboxApp({ liveCoordinator: runner.coordinator, limits }, runner.runnerFetch);
 afterAll(close);
 
 it("a forgotten sandbox whose runner never reports: billed once from its marker by the call that finds its slot, not again at its late ended", async () => {
@@ -48,9 +29,7 @@ it("a forgotten sandbox whose runner never reports: billed once from its marker 
   expect(await s1.bash({ command: "true", keep_alive: true, idle_timeout_s: 60 })).toContain("[live sandbox started");
   expect(await markers()).toBe(1);
 
-  cut = true;
-  current = memoryLiveCoordinator(TIMINGS); // the reset: every session forgotten
-  await until(() => refusedEnded.length > 0, "the runner's ended, refused", 30_000); // it gave the channel up: to the API, it never reports
+  await runner.forgetAndCutOff(); // the reset, and the runner cut off: to the API, it never reports
   expect(records()).toEqual([]);
 
   // Another session's fresh command finds the limit full: the forgotten sandbox's slot is freed and its end billed.
@@ -64,8 +43,7 @@ it("a forgotten sandbox whose runner never reports: billed once from its marker 
   expect(audit.entries.filter((e) => e.door === "runner").map((e) => e.route).sort()).toEqual(["live sandbox end", "live sandbox start"]);
 
   // Its runner's ended, arriving after all (sent again as it was sent): nothing more.
-  cut = false;
-  const late = refusedEnded[0]!;
+  const late = runner.reconnect()!;
   expect((await app.request(late.url, late.init)).status).toBe(204);
   expect(records().map((u) => u.route)).toEqual(["live sandbox"]);
   expect((await listAudit(storage, { tenant: t.id, workspace: "main" }, { limit: 200 })).entries.filter((e) => e.route === "live sandbox end")).toHaveLength(1);
