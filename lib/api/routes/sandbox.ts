@@ -10,7 +10,7 @@ import { checkSessionId } from "../../layout/paths.js";
 import { ToolError } from "../../shared/errors.js";
 import { accountEnds } from "../../exec/live/service.js";
 import type { LiveKey, SandboxView } from "../../exec/live/types.js";
-import { LIVE_LIST_MAX, type LiveLost } from "../../sync/live-types.js";
+import { LIVE_LIST_MAX, type LiveLost, type LiveProcess } from "../../sync/live-types.js";
 import { secureRoute } from "./access.js";
 import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 
@@ -43,15 +43,25 @@ const SandboxSchema = z
 const SessionParams = WsParam.extend({ session: z.string().openapi({ param: { name: "session", in: "path" }, example: "chat-42" }) });
 
 /**
- * `keyId`: the caller's; a sandbox another key started is shown without its processes' command lines. `atEnd` (DELETE):
- * the processes its runner reported at its end, in place of the last status report's; null: not reported in time.
+ * The processes to show and whether they are known: the last status report's (GET: `atEnd` undefined), or those its
+ * runner reported at its end (DELETE: `atEnd`), none and not known when that report did not come in time (null).
  */
+function processesOf(v: SandboxView, atEnd?: LiveLost | null): { processes: LiveProcess[]; total?: number; known: boolean } {
+  if (atEnd === undefined) return { processes: v.processes, total: v.processes_total, known: true };
+  if (atEnd === null) return { processes: [], known: false };
+  return { processes: atEnd.lost_processes, total: atEnd.lost_total, known: true };
+}
+
+/** The answer of GET and DELETE. `keyId`: the caller's; a sandbox another key started is shown without its processes' command lines. */
 const shown = (session: string, v: SandboxView, keyId: string, atEnd?: LiveLost | null) => {
-  const procs = atEnd === undefined ? v : atEnd === null ? { processes: [] } : { processes: atEnd.lost_processes, ...(atEnd.lost_total !== undefined ? { processes_total: atEnd.lost_total } : {}) };
+  const { processes, total, known } = processesOf(v, atEnd);
+  const ownKey = v.key_id === undefined || v.key_id === keyId;
   return {
     session, generation: v.generation, state: v.state, started_at: new Date(v.started_at).toISOString(), last_used_at: new Date(v.last_used_at).toISOString(),
-    processes: v.key_id === undefined || v.key_id === keyId ? procs.processes : procs.processes.map((p) => ({ pid: p.pid, command: OTHER_KEYS })), ...(procs.processes_total !== undefined ? { processes_total: procs.processes_total } : {}),
-    ...(atEnd === null ? { processes_known: false as const } : {}), ...(v.reported_at !== undefined ? { reported_at: new Date(v.reported_at).toISOString() } : {}),
+    processes: ownKey ? processes : processes.map((p) => ({ pid: p.pid, command: OTHER_KEYS })),
+    ...(total !== undefined ? { processes_total: total } : {}),
+    ...(known ? {} : { processes_known: false as const }),
+    ...(v.reported_at !== undefined ? { reported_at: new Date(v.reported_at).toISOString() } : {}),
     ports: v.ports, ...(v.ports_total !== undefined ? { ports_total: v.ports_total } : {}), wall_ms: Math.round(v.wall_ms),
     ...(v.cpu_ms !== undefined ? { cpu_ms: Math.round(v.cpu_ms) } : {}), ...(v.rss_bytes !== undefined ? { rss_bytes: Math.round(v.rss_bytes) } : {}),
   };
