@@ -125,6 +125,11 @@ export default defineTool({
     let hiddenSkipped = 0;
     let full = false;
     let more = false;
+    /**
+     * Not recursive, the subdirectories links make (storage may list them too, for a file beside the links) are the
+     * first page's: listed, or counted as hidden, with the links below. The scan passes over them on every page.
+     */
+    const linkDirs = new Set(recursive ? [] : below.dirs);
 
     /** Adds an entry, or (once the page is full) notes that more remain. Returns false to stop. */
     const add = (e: Entry, position: string): boolean => {
@@ -140,6 +145,10 @@ export default defineTool({
     };
     const visit = (item: ScanItem): boolean => {
       const rel = item.dir ? item.rel.slice(0, -1) : item.rel;
+      if (linkDirs.has(joinPath(dir, rel))) {
+        if (!full) pos = item.rel;
+        return true;
+      }
       if (!showHidden && isHidden(rel)) {
         if (!full) {
           hiddenSkipped++;
