@@ -9,6 +9,9 @@ import { listPageAt } from "../layout/page-cursor.js";
 import type { WalkEntry, FileInfo } from "../layout/files.js";
 import type { ListEntry, ScanItem, WorkspaceCore as Workspace } from "./workspace-types.js";
 
+/** An entry's name in a listing of `dir`: its base name, or recursive, its path below `dir` (files, directories and links alike). */
+export const listedName = (dir: string, path: string, recursive: boolean): string => (recursive ? path.slice(dir === "" ? 0 : dir.length + 1) : baseName(path));
+
 /** One page of `dir`'s listing; `cursor`: the one the previous page gave (lib/layout/page-cursor.ts: relative to `dir`, bound to it and to `recursive`). */
 export async function listPage(ws: Workspace, dir: string, opts: { recursive?: boolean; cursor?: string; limit?: number }): Promise<{ entries: ListEntry[]; cursor?: string }> {
   const base = ws.dirPrefix(dir);
@@ -17,7 +20,7 @@ export async function listPage(ws: Workspace, dir: string, opts: { recursive?: b
   const entries: ListEntry[] = [];
   for (const p of r.prefixes) {
     const path = ws.pathOf(p);
-    entries.push({ name: baseName(path), path, type: "directory" });
+    entries.push({ name: listedName(dir, path, !!opts.recursive), path, type: "directory" });
   }
   const dirs = new Set<string>();
   for (const o of r.objects) {
@@ -30,9 +33,9 @@ export async function listPage(ws: Workspace, dir: string, opts: { recursive?: b
       dirs.add(path);
       continue;
     }
-    entries.push({ name: opts.recursive ? path.slice(dir === "" ? 0 : dir.length + 1) : baseName(path), path, type: "file", size: o.size, modified: o.modified.toISOString(), etag: o.etag });
+    entries.push({ name: listedName(dir, path, !!opts.recursive), path, type: "file", size: o.size, modified: o.modified.toISOString(), etag: o.etag });
   }
-  for (const d of dirs) entries.push({ name: d.slice(dir === "" ? 0 : dir.length + 1), path: d, type: "directory" });
+  for (const d of dirs) entries.push({ name: listedName(dir, d, !!opts.recursive), path: d, type: "directory" });
   return { entries, ...(cursor ? { cursor } : {}) };
 }
 

@@ -7,8 +7,8 @@
  */
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../../shared/errors.js";
-import { baseName } from "../../layout/paths.js";
 import { readLinks } from "../../layout/links.js";
+import { listedName } from "../../workspace/entries.js";
 import { linksBelow } from "../../workspace/links.js";
 import type { Workspace } from "../../workspace/workspace.js";
 
@@ -59,8 +59,8 @@ export async function listDirectory(ws: Workspace, dir: string, query: Record<st
     // The links of this directory (docs/symlinks.md), as ls shows them: on the first page, beside what storage lists.
     const below = linksBelow(links, dir, q.recursive);
     const listed = new Set(entries.map((e) => e.path));
-    for (const d of below.dirs) if (!listed.has(d)) entries.push({ name: baseName(d), path: d, type: "directory" });
-    for (const l of below.links) entries.push({ name: baseName(l.path), path: l.path, type: "symlink", target: l.target });
+    for (const d of below.dirs) if (!listed.has(d)) entries.push({ name: listedName(dir, d, q.recursive), path: d, type: "directory" });
+    for (const l of below.links) entries.push({ name: listedName(dir, l.path, q.recursive), path: l.path, type: "symlink", target: l.target });
   }
   // Nothing listed: an empty explicit directory (only its marker, f/<dir>/) is still a directory.
   if (dir !== "" && entries.length === 0 && !q.cursor && !(await ws.isDirectory(dir))) {

@@ -140,4 +140,21 @@ describe("directory listings", () => {
     // A link's own path is still never followed by the raw routes.
     expect((await t.req(`/v1/workspaces/${t.ws}/files/alias/`)).status).toBe(404);
   });
+
+  it("recursive: a link's name, and that of a directory only links make, is its path below the listed directory, as a file's is (was its base name)", async () => {
+    const t = await tree();
+    await updateModes(r2Driver(env.FILES), t.tenant, t.ws, { add: [], remove: [], links: { "bin/run": "../src/index.ts", "src/lib/up": "..", "src/tools/deep/l": "../../index.ts" } });
+    for (const dir of ["", "src/"]) {
+      const r = await list(t, `${dir}?recursive=true`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.entries.filter((e: any) => e.name !== e.path.slice(dir.length))).toEqual([]);
+    }
+    const src = await list(t, "src/?recursive=true");
+    expect(src.body.entries.filter((e: any) => e.path.startsWith("src/tools") || e.type === "symlink")).toEqual([
+      { name: "tools", path: "src/tools", type: "directory" },
+      { name: "tools/deep", path: "src/tools/deep", type: "directory" },
+      { name: "lib/up", path: "src/lib/up", type: "symlink", target: ".." },
+      { name: "tools/deep/l", path: "src/tools/deep/l", type: "symlink", target: "../../index.ts" },
+    ]);
+  });
 });
