@@ -3,7 +3,7 @@
  * GET .../files/<dir>/ and GET of a path that is a directory answer
  * `{path, entries: [{name, path, type, size?, etag?, modified?, target?}], cursor?}`, one page
  * (one storage list request) at a time. Symlinks are listed as the ls tool lists them (never
- * followed): on the first page, beside what storage lists, with the directories only links make.
+ * followed): on the first page, beside what storage lists, with the directories they lie in.
  */
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../../shared/errors.js";
@@ -14,7 +14,7 @@ import type { Workspace } from "../../workspace/workspace.js";
 
 export const MAX_LIST_LIMIT = 1000;
 
-export const LISTING_DOC = `A listing is one page: \`{path, entries: [{name, path, type: "file"|"directory"|"symlink", size?, etag?, modified?, target?}], cursor?}\`; a symlink (never followed) comes with its \`target\`, on the first page, beside what storage lists, as do the directories only links make; pass \`cursor\` back, unchanged, for the next page of the same listing (an opaque position relative to the listed directory; another listing's is INVALID_ARGUMENT). \`recursive=true\` lists every file below (with the directories they imply) instead of one level. \`limit\`: entries per page (default and max ${MAX_LIST_LIMIT}).`;
+export const LISTING_DOC = `A listing is one page: \`{path, entries: [{name, path, type: "file"|"directory"|"symlink", size?, etag?, modified?, target?}], cursor?}\`, hidden names included: the directory's files, subdirectories and symlinks, or with \`recursive=true\` every file, empty directory and symlink below it and the directories they lie in (each \`name\` then its path below the listed directory). A symlink is never followed (\`target\`: as stored). Symlinks, and the directories they lie in, come on the first page, not counted in \`limit\`: a directory can come again on a later page, as can, recursive, one whose files span pages. \`limit\`: entries per page (default and max ${MAX_LIST_LIMIT}). Pass \`cursor\` back unchanged for the next page of the same listing; another listing's is INVALID_ARGUMENT.`;
 
 export const ListQuery = z.object({
   cursor: z.string().max(8192).optional().openapi({ description: "The cursor of the previous page" }),

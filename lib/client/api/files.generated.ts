@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List the workspace root
-         * @description A listing is one page: `{path, entries: [{name, path, type: "file"|"directory"|"symlink", size?, etag?, modified?, target?}], cursor?}`; a symlink (never followed) comes with its `target`, on the first page, beside what storage lists, as do the directories only links make; pass `cursor` back, unchanged, for the next page of the same listing (an opaque position relative to the listed directory; another listing's is INVALID_ARGUMENT). `recursive=true` lists every file below (with the directories they imply) instead of one level. `limit`: entries per page (default and max 1000).
+         * @description A listing is one page: `{path, entries: [{name, path, type: "file"|"directory"|"symlink", size?, etag?, modified?, target?}], cursor?}`, hidden names included: the directory's files, subdirectories and symlinks, or with `recursive=true` every file, empty directory and symlink below it and the directories they lie in (each `name` then its path below the listed directory). A symlink is never followed (`target`: as stored). Symlinks, and the directories they lie in, come on the first page, not counted in `limit`: a directory can come again on a later page, as can, recursive, one whose files span pages. `limit`: entries per page (default and max 1000). Pass `cursor` back unchanged for the next page of the same listing; another listing's is INVALID_ARGUMENT.
          */
         get: {
             parameters: {
@@ -106,7 +106,7 @@ export interface paths {
         };
         /**
          * Download a file (Range, If-None-Match), or list a directory
-         * @description A file answers with its bytes. A directory (a path ending in "/", or naming a directory) answers with a listing. A listing is one page: `{path, entries: [{name, path, type: "file"|"directory"|"symlink", size?, etag?, modified?, target?}], cursor?}`; a symlink (never followed) comes with its `target`, on the first page, beside what storage lists, as do the directories only links make; pass `cursor` back, unchanged, for the next page of the same listing (an opaque position relative to the listed directory; another listing's is INVALID_ARGUMENT). `recursive=true` lists every file below (with the directories they imply) instead of one level. `limit`: entries per page (default and max 1000).
+         * @description A file answers with its bytes. A directory (a path ending in "/", or naming a directory) answers with a listing. A listing is one page: `{path, entries: [{name, path, type: "file"|"directory"|"symlink", size?, etag?, modified?, target?}], cursor?}`, hidden names included: the directory's files, subdirectories and symlinks, or with `recursive=true` every file, empty directory and symlink below it and the directories they lie in (each `name` then its path below the listed directory). A symlink is never followed (`target`: as stored). Symlinks, and the directories they lie in, come on the first page, not counted in `limit`: a directory can come again on a later page, as can, recursive, one whose files span pages. `limit`: entries per page (default and max 1000). Pass `cursor` back unchanged for the next page of the same listing; another listing's is INVALID_ARGUMENT.
          */
         get: {
             parameters: {
