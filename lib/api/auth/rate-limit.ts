@@ -42,9 +42,14 @@ export async function takeCall(leases: CallLeases, c: Context<AppEnv>, auth: Aut
   return { headers, ...(claimed ? { claim: claimed } : {}) };
 }
 
-/** The headers on the response a handler built (a raw Response, an error answered below the guard). */
-export function setRateHeaders(c: Context<AppEnv>, headers: Record<string, string>): void {
-  if (c.res.headers.get("ratelimit") !== null) return;
+/**
+ * The call's RateLimit fields (as the budget stood when the guard took the call: `rate` on the context) on the
+ * response a handler built (a raw Response, an error answered below the guard), or on a kept answer replayed for
+ * an Idempotency-Key, which never keeps them: the replay took a call too.
+ */
+export function setRateHeaders(c: Context<AppEnv>): void {
+  const headers = c.get("rate");
+  if (!headers || c.res.headers.get("ratelimit") !== null) return;
   try {
     for (const [k, v] of Object.entries(headers)) c.header(k, v);
   } catch {
