@@ -170,7 +170,9 @@ export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
       await manageable(deps, c.get("auth"), key_id, builtins, "rotate");
       const now = Date.now();
       const { key, record } = await rotateApiKey(deps.kv, c.get("auth").tenant, key_id, grace, deps.apiKeys, now);
-      return c.json({ key, ...keyInfoOf(record), old_secret_valid_until: grace > 0 ? new Date(now + grace * 1000).toISOString() : null }, 200);
+      // The old secret stops at the end of its grace or of the key itself, whichever comes first (an expiry is checked on every request).
+      const graceEnd = Math.min(now + grace * 1000, record.expires_at ? Date.parse(record.expires_at) : Infinity);
+      return c.json({ key, ...keyInfoOf(record), old_secret_valid_until: grace > 0 ? new Date(graceEnd).toISOString() : null }, 200);
     },
   );
   return app;
