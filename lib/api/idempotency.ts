@@ -54,7 +54,7 @@ export const SWEEP_EVERY = 16;
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 /** Headers of the answer a replay gives back (the rest are the platform's). */
-const KEPT_HEADERS = /^(content-type|etag|location|retry-after|x-toolshed-[\w-]+|ratelimit[\w-]*)$/i;
+const KEPT_HEADERS = /^(content-type|etag|location|retry-after|x-toolshed-[\w-]+)$/i;
 
 type Running = { state: "running"; started: number; lease_until: number; expires: number };
 /** `body`: base64 of the answer's bytes, sealed (lib/shared/seal.ts, `sealed`) where the deployment has a sync secret: a kept answer can hold a new key's secret or a command's output. */
@@ -265,7 +265,8 @@ function inFlight(r: Running, t: number): ToolError {
 
 /** The kept answer, `Idempotent-Replayed: true`; null when it can no longer be read. */
 async function replay(r: Done, box: Sealer | undefined, recordKey: string): Promise<Response | null> {
-  const headers = new Headers(r.headers);
+  // Filtered again: an answer kept before 2026-12-02 also kept its RateLimit fields, stale by now (the guard sets the current ones).
+  const headers = new Headers(r.headers.filter(([name]) => KEPT_HEADERS.test(name)));
   headers.set("idempotent-replayed", "true");
   if (r.body === undefined) return new Response(null, { status: r.status, headers });
   const kept = decodeBase64(r.body); // null only for a record no run of ours wrote: unreadable, as a sealed one that does not open

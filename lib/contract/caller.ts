@@ -36,6 +36,8 @@ export interface AuthInfo {
   lineage?: string[];
   /** The key's own limits (absent: the tenant's); lib/limits applies them. */
   limits?: Limits;
+  /** The keys above it with limits of their own, nearest first, as kept when it was made: it draws from their budgets too (lib/limits/store.ts Caller). */
+  maker_limits?: { key_id: string; limits: Limits }[];
 }
 
 /** The most keys a key's lineage keeps (AuthInfo.lineage): a chain of makers deeper than this is refused approvals as if it led to the caller. */

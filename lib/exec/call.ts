@@ -7,6 +7,7 @@ import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import type { IsolateCache } from "../shared/isolate-cache.js";
 import type { Executor, RunLimits } from "./types.js";
 import type { Caller } from "../limits/store.js";
+import { callerOf } from "../workspace/quota.js";
 import type { LiveService } from "./live/service.js";
 import type { HmacKeys } from "../shared/hmac-keys.js";
 
@@ -42,7 +43,7 @@ export interface ExecCall {
   ws: { readonly tenant: string; readonly id: string; readonly instance?: string | undefined; readonly undo?: { readonly session: string; readonly stamp: string; readonly tool: string } | undefined };
   session: string;
   /** The key's scopes, its id (a background run's sandbox time is billed to it: runRequest) and its own limits (concurrent_runs). */
-  auth: { scopes: readonly string[]; key_id?: string; limits?: Caller["limits"] };
+  auth: { scopes: readonly string[]; key_id?: string; limits?: Caller["limits"]; maker_limits?: Caller["maker_limits"] };
   signal?: AbortSignal;
   /** Aborted once the call's key is revoked or expired (lib/run/key-watch.ts): a foreground run is killed then, whatever its door. */
   keyGone?: AbortSignal;
@@ -51,4 +52,4 @@ export interface ExecCall {
 }
 
 /** The key a command runs for, as the limits count it (its own concurrent_runs beside the tenant's). */
-export const runCaller = (ctx: Pick<ExecCall, "auth">): Caller => ({ key_id: ctx.auth.key_id ?? "", ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) });
+export const runCaller = (ctx: Pick<ExecCall, "auth">): Caller => callerOf({ ...ctx.auth, key_id: ctx.auth.key_id ?? "" });

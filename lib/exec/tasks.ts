@@ -13,6 +13,7 @@ import { readJson } from "../storage/json.js";
 import type { Executor, KillStatus, RunRequest, RunResult, TaskPoll, TaskRef, TaskStatus } from "./types.js";
 import type { ExecResponse, RunClaim } from "../sync/types.js";
 import type { Caller, LimitsStore } from "../limits/store.js";
+import { callerOf } from "../workspace/quota.js";
 import { takeTaskPlace } from "./task-places.js";
 import type { Limits } from "../limits/fields.js";
 
@@ -253,8 +254,8 @@ export async function killTask(storage: StorageDriver, ref: TaskRef, opts: { wai
 }
 
 /** A bash or run_code call's run_in_background: its task started, counted against the tenant's and its key's limits. */
-export function startInBackground(ctx: { deps: { storage: StorageDriver; limits?: LimitsStore }; ws: { undo?: { callId: string } }; auth: { key_id: string; limits?: Limits } }, executor: Executor, req: RunRequest): Promise<{ task_id: string }> {
-  return startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
+export function startInBackground(ctx: { deps: { storage: StorageDriver; limits?: LimitsStore }; ws: { undo?: { callId: string } }; auth: { key_id: string; limits?: Limits; maker_limits?: Caller["maker_limits"] } }, executor: Executor, req: RunRequest): Promise<{ task_id: string }> {
+  return startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: callerOf(ctx.auth) });
 }
 
 const STARTED_IN_BACKGROUND = "Started in the background: task_id ";

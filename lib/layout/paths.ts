@@ -225,14 +225,14 @@ export const shellKey = (tenant: string, workspace: string, keyId: string, sessi
 export const legacyShellKey = (tenant: string, workspace: string, session: string): string => `${shellsPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
 export const shellsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}shells/`;
 export const keyShellsPrefix = (tenant: string, workspace: string, keyId: string): string => `${shellsPrefix(tenant, workspace)}${checkKeyId(keyId)}/`;
-/** Pending call ids (ask_user, the approval gate): "p" + 24 base32 characters (lib/run/pending/store.ts). */
-export const PENDING_ID_PATTERN = /^p[a-z2-7]{24}$/;
-/** Pending calls: t/<tenant>/w/<ws>/x/pending/<id>.json; a malformed id is NOT_FOUND (it names no pending call). */
+export const PENDING_ID_PATTERN = /^p[a-z2-7]{24}$/; // ids of pending calls (ask_user, the approval gate): "p" + 24 base32 characters (lib/run/pending/store.ts)
+/** Pending calls: t/<tenant>/w/<ws>/x/pending/<id>.json; a malformed id is NOT_FOUND, the one answer (pendingNotFound) for any id not in the workspace. */
 export const pendingPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}pending/`;
 export function pendingKey(tenant: string, workspace: string, id: string): string {
-  if (!PENDING_ID_PATTERN.test(id)) throw new ToolError("NOT_FOUND", `No pending call ${JSON.stringify(id.slice(0, 40))} in this workspace. List them with GET /v1/workspaces/{ws}/pending.`, { pending_id: id.slice(0, 40) });
+  if (!PENDING_ID_PATTERN.test(id)) throw pendingNotFound(workspace, id.slice(0, 40));
   return `${pendingPrefix(tenant, workspace)}${id}.json`;
 }
+export const pendingNotFound = (workspace: string, id: string) => new ToolError("NOT_FOUND", `No pending call ${id} in workspace ${workspace}. List them with GET /v1/workspaces/${workspace}/pending.`, { pending_id: id });
 /**
  * The storage key of a canonical workspace path (the root maps to the files prefix itself).
  * A path that is not canonical is refused, so a caller that skipped normalizePath cannot build

@@ -54,7 +54,14 @@ export function checkLimits(value: unknown): Limits {
 /** Each storage quota's usage (room held ahead by writes under way included) and limit for a caller, as a refusal names them. */
 export type QuotaStanding = Record<"storage_bytes" | "files_per_workspace", { usage: number; limit: number }>;
 
-/** QUOTA_EXCEEDED naming the quota, the usage and the limit; thrown before anything is written. `reserved`: the usage counts what writes under way hold ahead (the storage quotas); `more`: details besides those (how far a bulk writer got). */
-export function quotaExceeded(quota: LimitField, usage: number, limit: number, what: string, reserved = false, more: Record<string, unknown> = {}, written = "Nothing was written."): ToolError {
-  return new ToolError("QUOTA_EXCEEDED", `${what}: the ${quota} quota is ${limit}, and ${usage} ${usage === 1 ? "is" : "are"} in use${reserved ? " or held ahead by writes under way" : ""}. ${written} Delete what is not needed, or ask the operator to raise the limit (PUT /v1/admin/tenants/{tenant}/limits).`, { quota, usage, limit, ...more });
+/**
+ * QUOTA_EXCEEDED naming the quota, the usage and the limit; thrown before anything is written. `reserved`: the usage counts what writes under way hold ahead (the storage quotas); `more`: details besides those (how far a bulk writer got).
+ * `key`: the calling key's own limits, where the refuser knows them: when the limit that binds is the key's own (`by: "key"`), the
+ * message says so and what helps, since raising the tenant's would not (a key's limits change only with a new key).
+ */
+export function quotaExceeded(quota: LimitField, usage: number, limit: number, what: string, reserved = false, more: Record<string, unknown> = {}, written = "Nothing was written.", key?: Limits): ToolError {
+  const byKey = key?.[quota] === limit;
+  const whose = byKey ? `this API key's own ${quota} limit is ${limit}` : `the ${quota} quota is ${limit}`;
+  const helps = byKey ? "Delete what is not needed, or use a key with a higher limit (a key's limits are fixed when it is made: the operator, or the key that made this one, makes another)." : "Delete what is not needed, or ask the operator to raise the limit (PUT /v1/admin/tenants/{tenant}/limits).";
+  return new ToolError("QUOTA_EXCEEDED", `${what}: ${whose}, and ${usage} ${usage === 1 ? "is" : "are"} in use${reserved ? " or held ahead by writes under way" : ""}. ${written} ${helps}`, { quota, usage, limit, ...more, ...(byKey ? { by: "key" } : {}) });
 }

@@ -6,7 +6,9 @@
  *
  * Token bucket: capacity = calls_per_minute, refilled continuously at calls_per_minute / 60 per
  * second, starting full. A call takes one token from the tenant's bucket and from its key's (both
- * or neither). Over any interval of T seconds at most capacity + rate × T calls pass.
+ * or neither), and from the bucket of each key above its key that has a limit of its own (`makers`:
+ * a key made through POST /v1/keys by a limited key, at any depth; all or none). Over any interval of
+ * T seconds at most capacity + rate × T calls pass, whatever keys a limited key made.
  */
 /** A bucket in exact integer units: one call is MINUTE_MS units, and each ms adds `capacity` units (so no float drift). */
 export interface Bucket {
@@ -58,8 +60,16 @@ const holderFields = (h: LeaseHolder): LeaseHolder => ("run" in h ? { workspace:
 export interface Lease {
   id: string;
   key: string;
+  /** The keys above `key` whose concurrent_runs it counts in too (KeyBudget, the caller's makers). */
+  makers?: string[];
   until: number;
   holder?: LeaseHolder;
+}
+
+/** A budget above the calling key's own: a key that made it (at any depth) and that key's own limit. */
+export interface KeyBudget {
+  id: string;
+  limit: number;
 }
 
 /** A limiter's whole state, as a store without memory of its own keeps it (lib/limits/dynamodb.ts). */
@@ -115,45 +125,49 @@ export class TenantLimiter {
    * `extra`: calls wanted ahead besides this one (an isolate's pool), given only when this one passes,
    * at most leaseCap of the smaller limit and what both buckets hold (`extra` in the answer: how many).
    */
-  takeCall(keyId: string, tenantLimit: number, keyLimit: number, extra = 0): CallDecision & { extra: number } {
-    const { ok, granted, state, t, k } = this.take(keyId, tenantLimit, keyLimit, 1, extra);
+  takeCall(keyId: string, tenantLimit: number, keyLimit: number, extra = 0, makers: readonly KeyBudget[] = []): CallDecision & { extra: number } {
+    const { ok, granted, state, t, keys } = this.take([{ id: keyId, limit: keyLimit }, ...makers], tenantLimit, 1, extra);
     const limits = { tenant_limit: tenantLimit, key_limit: keyLimit };
     if (ok) return { ok: true, ...state, ...limits, extra: granted };
-    const wait = Math.max(secondsFor(MINUTE_MS - t.units, tenantLimit), secondsFor(MINUTE_MS - k.units, keyLimit));
+    const wait = Math.max(secondsFor(MINUTE_MS - t.units, tenantLimit), ...keys.map(({ b, limit }) => secondsFor(MINUTE_MS - b.units, limit)));
     return { ok: false, retry_after: Math.max(1, wait), ...state, ...limits, extra: 0 };
   }
 
-  /** Up to `want` calls ahead (at most leaseCap of the smaller limit, and what both buckets hold), for no call now. */
-  leaseCalls(keyId: string, tenantLimit: number, keyLimit: number, want: number): CallLease {
-    const { granted, state } = this.take(keyId, tenantLimit, keyLimit, 0, want);
+  /** Up to `want` calls ahead (at most leaseCap of the smaller limit, and what every bucket holds), for no call now. */
+  leaseCalls(keyId: string, tenantLimit: number, keyLimit: number, want: number, makers: readonly KeyBudget[] = []): CallLease {
+    const { granted, state } = this.take([{ id: keyId, limit: keyLimit }, ...makers], tenantLimit, 0, want);
     return { ...state, granted, tenant_limit: tenantLimit, key_limit: keyLimit };
   }
 
-  private take(keyId: string, tenantLimit: number, keyLimit: number, need: 0 | 1, extra: number) {
+  /** The tenant's bucket and each key's of `budgets` (the calling key's first): `need` from all or none, then up to `extra` more. */
+  private take(budgets: readonly KeyBudget[], tenantLimit: number, need: 0 | 1, extra: number) {
     const now = this.now();
     const t = (this.tenantBucket ??= { units: tenantLimit * MINUTE_MS, at: now });
     refill(t, tenantLimit, now);
-    let k = this.keyBuckets.get(keyId);
-    if (!k) {
-      if (this.keyBuckets.size >= 10_000) this.pruneKeys(now);
-      k = { units: keyLimit * MINUTE_MS, at: now };
-      this.keyBuckets.set(keyId, k);
-    }
-    refill(k, keyLimit, now);
-    const ok = t.units >= need * MINUTE_MS && k.units >= need * MINUTE_MS;
+    const keys = budgets.map(({ id, limit }) => {
+      let b = this.keyBuckets.get(id);
+      if (!b) {
+        if (this.keyBuckets.size >= 10_000) this.pruneKeys(now);
+        b = { units: limit * MINUTE_MS, at: now };
+        this.keyBuckets.set(id, b);
+      }
+      refill(b, limit, now);
+      return { b, limit };
+    });
+    const all = [t, ...keys.map((k) => k.b)];
+    const ok = all.every((b) => b.units >= need * MINUTE_MS);
     let granted = 0;
     if (ok) {
-      t.units -= need * MINUTE_MS;
-      k.units -= need * MINUTE_MS;
-      granted = Math.max(0, Math.min(Math.floor(extra), leaseCap(Math.min(tenantLimit, keyLimit)), calls(t), calls(k)));
-      t.units -= granted * MINUTE_MS;
-      k.units -= granted * MINUTE_MS;
+      for (const b of all) b.units -= need * MINUTE_MS;
+      granted = Math.max(0, Math.min(Math.floor(extra), leaseCap(Math.min(tenantLimit, ...keys.map((k) => k.limit))), ...all.map(calls)));
+      for (const b of all) b.units -= granted * MINUTE_MS;
     }
-    // The bucket that binds: the one with fewer whole calls left (ties: the tenant's).
-    const byKey = calls(k) < calls(t);
-    const [b, cap, policy] = byKey ? [k, keyLimit, "key" as const] : [t, tenantLimit, "tenant" as const];
+    // The bucket that binds: the one with fewer whole calls left (ties: the tenant's, then the calling key's own).
+    const k = keys.reduce((a, x) => (calls(x.b) < calls(a.b) ? x : a));
+    const byKey = calls(k.b) < calls(t);
+    const [b, cap, policy] = byKey ? [k.b, k.limit, "key" as const] : [t, tenantLimit, "tenant" as const];
     const state: RateState = { policy, limit: cap, remaining: calls(b), reset: secondsFor(cap * MINUTE_MS - b.units, cap) };
-    return { ok, granted, state, t, k };
+    return { ok, granted, state, t, keys };
   }
 
   /** Full buckets say nothing a new bucket would not: dropped when the map grows large. */
@@ -166,20 +180,23 @@ export class TenantLimiter {
    * it then): the tenant's running leases stay under tenantLimit and the key's under keyLimit.
    * `holder`: the live sandbox or run that holds it, kept with the lease and named in a refusal's `holders`.
    */
-  acquireRun(keyId: string, tenantLimit: number, keyLimit: number, leaseMs: number, holder?: LeaseHolder): RunDecision {
+  acquireRun(keyId: string, tenantLimit: number, keyLimit: number, leaseMs: number, holder?: LeaseHolder, makers: readonly KeyBudget[] = []): RunDecision {
     const now = this.now();
     this.expire(now);
     const all = [...this.leases.values()];
-    const mine = all.filter((l) => l.key === keyId);
-    const byKey = mine.length >= keyLimit && keyLimit < tenantLimit;
-    const [held, limit] = byKey ? [mine, keyLimit] : [all, tenantLimit];
+    // The calling key's own budget, then each maker's: a lease counts in its key's and its makers'.
+    const full = [{ id: keyId, limit: keyLimit }, ...makers]
+      .map(({ id, limit }) => ({ limit, held: all.filter((l) => l.key === id || l.makers?.includes(id)) }))
+      .find((k) => k.held.length >= k.limit && k.limit < tenantLimit);
+    const byKey = full !== undefined;
+    const [held, limit] = full ? [full.held, full.limit] : [all, tenantLimit];
     if (held.length >= limit) {
       const soonest = Math.min(...held.map((l) => l.until), now + 60_000);
       const holders = held.flatMap((l) => (l.holder ? [{ lease: l.id, holder: l.holder }] : []));
       return { ok: false, running: held.length, limit, retry_after: Math.max(1, Math.min(60, Math.ceil((soonest - now) / 1000))), by: byKey ? "key" : "tenant", ...(holders.length ? { holders } : {}) };
     }
     const id = `${now.toString(36)}-${(this.seq++).toString(36)}`;
-    this.leases.set(id, { id, key: keyId, until: now + leaseMs, ...(holder ? { holder: holderFields(holder) } : {}) });
+    this.leases.set(id, { id, key: keyId, ...(makers.length ? { makers: makers.map((m) => m.id) } : {}), until: now + leaseMs, ...(holder ? { holder: holderFields(holder) } : {}) });
     return { ok: true, lease: id, running: all.length + 1, limit: tenantLimit };
   }
 

@@ -99,7 +99,7 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
       }
       if (d.ok || "unknown" in d) return;
       const asked = d.quota === "files_per_workspace" ? `${plural(delta.files, "more file")}` : `${plural(delta.bytes, "more byte")}`;
-      throw quotaExceeded(d.quota, d.usage, d.limit, `This change needs ${asked}${d.quota === "files_per_workspace" ? " in this workspace" : ""}`, true);
+      throw quotaExceeded(d.quota, d.usage, d.limit, `This change needs ${asked}${d.quota === "files_per_workspace" ? " in this workspace" : ""}`, true, {}, undefined, caller.limits);
     },
     async settle(delta, on) {
       if (delta.files === 0 && delta.bytes === 0 && !on?.release) return;

@@ -4,7 +4,7 @@
  * Every method is one round trip to the tenant's object.
  */
 import { effectiveLimits, type Limits } from "./fields.js";
-import { TenantLimiter, type CallDecision, type CallLease, type LeaseHolder, type RunDecision } from "./limiter.js";
+import { TenantLimiter, type CallDecision, type CallLease, type KeyBudget, type LeaseHolder, type RunDecision } from "./limiter.js";
 import { TenantUsage, type ChargeOptions, type CheckpointSlotDecision, type SlotDecision, type SlotOutcome, type StorageDecision, type StorageUsage, type TaskDecision } from "./usage.js";
 import { claimKey, memoryClaims, releaseClaim, type ClaimAnswer, type ClaimAsk } from "./claims.js";
 
@@ -12,6 +12,12 @@ import { claimKey, memoryClaims, releaseClaim, type ClaimAnswer, type ClaimAsk }
 export interface Caller {
   key_id: string;
   limits?: Limits;
+  /**
+   * The keys above it that carry limits of their own, nearest first (AuthInfo.maker_limits): a key made
+   * by a limited key takes its calls and run slots from their budgets too, so making keys never
+   * multiplies what a limited key may do.
+   */
+  maker_limits?: readonly { key_id: string; limits: Limits }[];
 }
 
 export interface LimitsStore {
@@ -74,6 +80,10 @@ export interface TenantOps {
   releaseTasks(ids: readonly string[]): boolean;
 }
 
+/** The budgets above the caller's own for `field`: each maker's key that limits it, with its limit (as the tenant's bounds it). */
+const makersOf = (caller: Caller, field: "calls_per_minute" | "concurrent_runs"): KeyBudget[] =>
+  (caller.maker_limits ?? []).flatMap((m) => (m.limits[field] !== undefined ? [{ id: m.key_id, limit: m.limits[field] }] : []));
+
 /** One tenant's state: its limits, a limiter and its quota counters. */
 export function tenantOps(limiter: TenantLimiter, initial: Limits = {}, usage: TenantUsage = new TenantUsage()): TenantOps & { limits: Limits } {
   const self = {
@@ -84,13 +94,13 @@ export function tenantOps(limiter: TenantLimiter, initial: Limits = {}, usage: T
       return limits;
     },
     takeCall(caller: Caller, extra = 0) {
-      return limiter.takeCall(caller.key_id, effectiveLimits(self.limits).calls_per_minute, effectiveLimits(self.limits, caller.limits).calls_per_minute, extra);
+      return limiter.takeCall(caller.key_id, effectiveLimits(self.limits).calls_per_minute, effectiveLimits(self.limits, caller.limits).calls_per_minute, extra, makersOf(caller, "calls_per_minute"));
     },
     leaseCalls(caller: Caller, want: number) {
-      return limiter.leaseCalls(caller.key_id, effectiveLimits(self.limits).calls_per_minute, effectiveLimits(self.limits, caller.limits).calls_per_minute, want);
+      return limiter.leaseCalls(caller.key_id, effectiveLimits(self.limits).calls_per_minute, effectiveLimits(self.limits, caller.limits).calls_per_minute, want, makersOf(caller, "calls_per_minute"));
     },
     acquireRun(caller: Caller, leaseMs: number, holder?: LeaseHolder) {
-      return limiter.acquireRun(caller.key_id, effectiveLimits(self.limits).concurrent_runs, effectiveLimits(self.limits, caller.limits).concurrent_runs, leaseMs, holder);
+      return limiter.acquireRun(caller.key_id, effectiveLimits(self.limits).concurrent_runs, effectiveLimits(self.limits, caller.limits).concurrent_runs, leaseMs, holder, makersOf(caller, "concurrent_runs"));
     },
     releaseRun: (lease: string) => limiter.releaseRun(lease),
     chargeStorage: (caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions) => usage.chargeStorage(ws, delta, effectiveLimits(self.limits, caller.limits), opts),

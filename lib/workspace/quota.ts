@@ -16,7 +16,11 @@ export function quotaOf(deps: { limits?: LimitsStore; storageAllowances?: Storag
 }
 
 /** The caller of an authenticated request: its key and the key's own limits. */
-export const callerOf = (auth: { key_id: string; limits?: Caller["limits"] }): Caller => ({ key_id: auth.key_id, ...(auth.limits ? { limits: auth.limits } : {}) });
+export const callerOf = (auth: { key_id: string; limits?: Caller["limits"]; maker_limits?: Caller["maker_limits"] }): Caller => ({
+  key_id: auth.key_id,
+  ...(auth.limits ? { limits: auth.limits } : {}),
+  ...(auth.maker_limits?.length ? { maker_limits: auth.maker_limits } : {}),
+});
 
 /** As a WorkspaceOptions field: `{quota}` when there is one, else nothing. */
 export const quotaOpt = <Q>(quota: Q | undefined): { quota: Q } | Record<never, never> => (quota ? { quota } : {});

@@ -52,6 +52,8 @@ export interface ApiKeyRecord {
   lineage?: string[];
   /** The key's own limits (lib/limits/fields.ts); each applies as the smaller of it and the tenant's. Absent: the tenant's. */
   limits?: Limits;
+  /** The keys above it that have limits, nearest first, with those limits (immutable: a key's limits change only with a new key). */
+  maker_limits?: { key_id: string; limits: Limits }[];
   created_at: string;
   /** On the record of a secret that was rotated: it works until then (rotation's grace). */
   grace_until?: string;
@@ -69,6 +71,7 @@ function authOf(rec: ApiKeyRecord): AuthInfo {
     ...(rec.tools !== undefined ? { tools: rec.tools } : {}),
     ...(rec.workspaces !== undefined ? { workspaces: rec.workspaces } : {}),
     ...(rec.limits !== undefined ? { limits: rec.limits } : {}),
+    ...(rec.maker_limits !== undefined ? { maker_limits: rec.maker_limits } : {}),
     ...(ends.length ? { expires_at: ends[0]! } : {}),
     ...(rec.expires_at !== undefined ? { key_expires_at: rec.expires_at } : {}),
     ...(rec.created_by !== undefined ? { made_by: rec.created_by } : {}),
@@ -137,6 +140,7 @@ export interface NewKey {
   created_by?: string;
   lineage?: string[];
   limits?: Limits;
+  maker_limits?: { key_id: string; limits: Limits }[];
 }
 
 export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, tenant: string, input: NewKey): Promise<{ key: string; record: ApiKeyRecord }> {

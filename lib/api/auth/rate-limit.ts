@@ -15,6 +15,7 @@ import type { CallLeases } from "../../limits/call-leases.js";
 import type { ClaimAnswer, ClaimAsk } from "../../limits/claims.js";
 import type { AppEnv } from "../http.js";
 import type { AuthInfo } from "../../contract/caller.js";
+import { callerOf } from "../../workspace/quota.js";
 
 /**
  * Takes one call from the key's budget; sets the headers; throws RATE_LIMITED over it. Returns what to
@@ -27,7 +28,7 @@ import type { AuthInfo } from "../../contract/caller.js";
 export async function takeCall(leases: CallLeases, c: Context<AppEnv>, auth: AuthInfo, claim?: ClaimAsk, later?: (p: Promise<unknown>) => void): Promise<{ headers: Record<string, string>; claim?: Promise<ClaimAnswer | undefined> } | undefined> {
   let d;
   try {
-    d = await leases.take(auth.tenant, { key_id: auth.key_id, ...(auth.limits ? { limits: auth.limits } : {}) }, claim, later);
+    d = await leases.take(auth.tenant, callerOf(auth), claim, later);
   } catch (e) {
     console.error("limits: the tenant's limits object did not answer; the call goes on unlimited", e instanceof Error ? e.message : String(e));
     return undefined;
@@ -42,9 +43,14 @@ export async function takeCall(leases: CallLeases, c: Context<AppEnv>, auth: Aut
   return { headers, ...(claimed ? { claim: claimed } : {}) };
 }
 
-/** The headers on the response a handler built (a raw Response, an error answered below the guard). */
-export function setRateHeaders(c: Context<AppEnv>, headers: Record<string, string>): void {
-  if (c.res.headers.get("ratelimit") !== null) return;
+/**
+ * The call's RateLimit fields (as the budget stood when the guard took the call: `rate` on the context) on the
+ * response a handler built (a raw Response, an error answered below the guard), or on a kept answer replayed for
+ * an Idempotency-Key, which never keeps them: the replay took a call too.
+ */
+export function setRateHeaders(c: Context<AppEnv>): void {
+  const headers = c.get("rate");
+  if (!headers || c.res.headers.get("ratelimit") !== null) return;
   try {
     for (const [k, v] of Object.entries(headers)) c.header(k, v);
   } catch {

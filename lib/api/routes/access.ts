@@ -187,6 +187,7 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
       claim,
       keptAnswers(deps),
     );
+    setRateHeaders(c); // a replay (or a refusal by the key) took a call too: the rate limit as it is now
   };
   /** What a call reads before it runs (nothing written): its JSON body, its early reads, the workspace record. */
   const prepare = async (c: Context<AppEnv>, bindWorkspace: (() => Promise<void>) | undefined) => {
@@ -208,8 +209,7 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
   };
   const run = async (c: Context<AppEnv>, next: () => Promise<void>) => {
     await next();
-    const rate = c.get("rate");
-    if (rate) setRateHeaders(c, rate);
+    setRateHeaders(c);
   };
   // Usage records of the routes that change something (route-usage.ts); tool calls meter themselves.
   // Neither wraps the route where the operator turned it off (TOOLSHED_BUSINESS_OFF: no usage sink, deps.audit false).

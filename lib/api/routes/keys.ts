@@ -58,6 +58,12 @@ function refuseBeyond(child: Parameters<typeof exceedsMaker>[0], maker: AuthInfo
   if (over) throw new ToolError("PERMISSION_DENIED", `This API key cannot make a key with ${over}: a key only makes keys within its own scopes, tools, workspaces and expiry. Ask an admin (POST /v1/admin/tenants/{tenant}/keys) for a wider key.`, { refused_by: "key_bounds" });
 }
 
+/** The budgets a key made by `maker` draws from besides its own (AuthInfo.maker_limits): the maker's, when it has limits, then those above it. */
+function makerLimitsUnder(maker: AuthInfo): Pick<AuthInfo, "maker_limits"> {
+  const above = [...(maker.limits && Object.keys(maker.limits).length ? [{ key_id: maker.key_id, limits: maker.limits }] : []), ...(maker.maker_limits ?? [])];
+  return above.length ? { maker_limits: above } : {};
+}
+
 /**
  * The lineage a key made by `maker` keeps (ApiKeyRecord.lineage): the maker, then the maker's own,
  * so a revoked key in the middle never hides a grandchild from its grandparent. Kept whole up to
@@ -120,7 +126,7 @@ export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
       // A maker that expires gives keys that expire no later than it: the default is its own expiry.
       const child = { ...wanted, ...(wanted.expires_at === undefined && maker.expires_at ? { expires_at: maker.expires_at } : {}), ...(wanted.workspaces === undefined && maker.workspaces ? { workspaces: maker.workspaces } : {}), ...(maker.limits ? { limits: { ...maker.limits, ...wanted.limits } } : {}) };
       refuseBeyond(child, maker, catalog);
-      const { key, record } = await createApiKey(deps.kv, deps.storage, maker.tenant, { ...child, created_by: maker.key_id, ...lineageUnder(maker) });
+      const { key, record } = await createApiKey(deps.kv, deps.storage, maker.tenant, { ...child, created_by: maker.key_id, ...lineageUnder(maker), ...makerLimitsUnder(maker) });
       return c.json({ key, ...keyInfoOf(record) }, 201);
     },
   );
@@ -170,7 +176,9 @@ export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
       await manageable(deps, c.get("auth"), key_id, builtins, "rotate");
       const now = Date.now();
       const { key, record } = await rotateApiKey(deps.kv, c.get("auth").tenant, key_id, grace, deps.apiKeys, now);
-      return c.json({ key, ...keyInfoOf(record), old_secret_valid_until: grace > 0 ? new Date(now + grace * 1000).toISOString() : null }, 200);
+      // The old secret stops at the end of its grace or of the key itself, whichever comes first (an expiry is checked on every request).
+      const graceEnd = Math.min(now + grace * 1000, record.expires_at ? Date.parse(record.expires_at) : Infinity);
+      return c.json({ key, ...keyInfoOf(record), old_secret_valid_until: grace > 0 ? new Date(graceEnd).toISOString() : null }, 200);
     },
   );
   return app;

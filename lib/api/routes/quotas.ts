@@ -81,7 +81,7 @@ export async function reserveCheckpointSlot(deps: AppDeps, auth: AuthInfo, ws: s
   if (counted.size >= d.limit) {
     await release();
     const making = d.pending.length ? ` (${d.pending.length} other checkpoint${d.pending.length === 1 ? " is" : "s are"} being made)` : "";
-    throw quotaExceeded("checkpoints_per_workspace", counted.size, d.limit, `No checkpoint of ${ws} was made${making} (list them with GET /v1/workspaces/${ws}/checkpoints and delete old ones with DELETE /v1/workspaces/${ws}/checkpoints/{id}; a fork can start from an existing one: from_workspace with checkpoint)`);
+    throw quotaExceeded("checkpoints_per_workspace", counted.size, d.limit, `No checkpoint of ${ws} was made${making} (list them with GET /v1/workspaces/${ws}/checkpoints and delete old ones with DELETE /v1/workspaces/${ws}/checkpoints/{id}; a fork can start from an existing one: from_workspace with checkpoint)`, false, {}, undefined, auth.limits);
   }
   return release;
 }
@@ -115,7 +115,7 @@ export async function reserveWorkspaceSlot(deps: AppDeps, auth: AuthInfo): Promi
   const release = (created?: boolean) => limits.releaseWorkspace(auth.tenant, d.slot, created === undefined ? undefined : { created, ...(listed !== undefined ? { listed } : {}) }).catch(() => {}); // missed: the lease ends on its own
   if (counted + d.pending >= d.limit) {
     await release(false);
-    throw quotaExceeded("workspaces", counted + d.pending, d.limit, `No workspace was created${d.pending ? ` (${d.pending} other create${d.pending === 1 ? " is" : "s are"} under way)` : ""}`);
+    throw quotaExceeded("workspaces", counted + d.pending, d.limit, `No workspace was created${d.pending ? ` (${d.pending} other create${d.pending === 1 ? " is" : "s are"} under way)` : ""}`, false, {}, undefined, auth.limits);
   }
   return release;
 }
@@ -146,7 +146,7 @@ export async function chargeFork(deps: AppDeps, auth: AuthInfo, from: string, id
   const usage = await usageOf(deps, auth, from, checkpoint);
   if (!usage) return async () => {};
   const d = await limits.chargeStorage(auth.tenant, callerOf(auth), id, usage, { init: { files: 0, bytes: 0 } }).catch(() => null);
-  if (d && !d.ok && !("unknown" in d)) throw quotaExceeded(d.quota, d.usage, d.limit, `The fork of ${from} holds ${usage.files} files and ${usage.bytes} bytes; no workspace was created`);
+  if (d && !d.ok && !("unknown" in d)) throw quotaExceeded(d.quota, d.usage, d.limit, `The fork of ${from} holds ${usage.files} files and ${usage.bytes} bytes; no workspace was created`, false, {}, undefined, auth.limits);
   return () => limits.setStorage(auth.tenant, id, null).catch(() => {});
 }
 

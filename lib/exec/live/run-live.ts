@@ -11,7 +11,7 @@
 import { ToolError } from "../../shared/errors.js";
 import { keyQuotaClaim, mintSyncToken, sign, workspaceClaims } from "../../sync/token.js";
 import { RUN_MARGIN_MS } from "../../sync/run-records.js";
-import type { ExecCall } from "../call.js";
+import { runCaller, type ExecCall } from "../call.js";
 import { acquireSlot, concurrentRunsRefused } from "../limited.js";
 import { unwrapExecResponse } from "../response.js";
 import type { Executor, RunRequest, RunResult, ShellKeep, ShellRequest } from "../types.js";
@@ -226,7 +226,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
   let lease: string | undefined;
   if (svc.limits) {
     // Counted against the starting call's key as well as the tenant; the lease names this generation as its holder (limited.ts acquireSlot).
-    const caller = { key_id: ctx.auth.key_id ?? "", ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) };
+    const caller = runCaller(ctx);
     const d = await acquireSlot(svc.limits, key.tenant, caller, liveLeaseMs(svc.max_life_ms), { holder: { workspace: key.workspace, session: key.session, generation }, live: svc, later: ctx.waitUntil }).catch((e: unknown) => {
       console.error("limits: the tenant's limits object did not answer; the live sandbox goes on uncounted", e instanceof Error ? e.message : String(e));
       return null;

@@ -25,7 +25,7 @@ import type { ToolDeps } from "../../contract/tool.js";
 import type { ToolList } from "../../layout/workspace-meta.js";
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
-import { pendingKey, pendingPrefix } from "../../layout/paths.js";
+import { pendingKey, pendingNotFound, pendingPrefix } from "../../layout/paths.js";
 import type { Scope } from "../../contract/caller.js";
 import { RECORD_GRACE_MS, sweepRecords } from "../../storage/sweep.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../../storage/types.js";
@@ -136,7 +136,7 @@ export async function createPending(s: PendingScope, rec: Omit<PendingRecord, "i
 /** The record and its etag; NOT_FOUND when this workspace has no such pending call (another tenant's id included). */
 export async function loadPending(s: PendingScope, id: string): Promise<{ rec: PendingRecord; etag: string }> {
   const got = await s.driver.get(pendingKey(s.tenant, s.workspace, id));
-  if (!got) throw new ToolError("NOT_FOUND", `No pending call ${id} in workspace ${s.workspace}. List them with GET /v1/workspaces/${s.workspace}/pending.`, { pending_id: id });
+  if (!got) throw pendingNotFound(s.workspace, id);
   return { rec: JSON.parse(await new Response(got.body).text()) as PendingRecord, etag: got.etag };
 }
 

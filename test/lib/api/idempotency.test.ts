@@ -6,6 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { scopedKeyHash } from "../../../lib/api/idempotency.js";
+import { durableLimits } from "../../../lib/limits/durable-object.js";
 import { idempotencyRecordKey } from "../../../lib/layout/paths.js";
 import type { Workspace } from "../../../lib/workspace/workspace.js";
 import { ADMIN, admin, newTenant, testApp, UNGATED, type Tenant } from "../../helpers.js";
@@ -139,6 +140,21 @@ describe("Idempotency-Key", () => {
     await env.FILES.put(`t/${t.tenant}/w/${t.ws}/f/missing.txt`, "a\n");
     const replay = await send(t, call.path, call.init(), "err-1");
     expect(replay).toMatchObject({ status: 404, text: first.text, replayed: true });
+  });
+
+  it("a replayed answer carries the rate limit as it is now, not the first answer's: the replay took a call too", async () => {
+    const limited = testApp({ limits: durableLimits(env.LIMITS) });
+    const t = await newTenant(limited, UNGATED);
+    const k = await admin(limited, `/v1/admin/tenants/${t.tenant}/keys`, { name: "three a minute", limits: { calls_per_minute: 3 } });
+    const write = () => limited.request(`/v1/workspaces/${t.ws}/tools/write`, { method: "POST", headers: { authorization: `Bearer ${k.body.key}`, "content-type": "application/json", "idempotency-key": "rate-1" }, body: JSON.stringify({ file_path: "r.txt", content: "r\n" }) });
+    const first = await write();
+    expect(first.status).toBe(200);
+    expect(first.headers.get("ratelimit")).toMatch(/^"key";r=2;t=\d+$/);
+    const again = await write();
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.headers.get("ratelimit")).toMatch(/^"key";r=1;t=\d+$/); // was the first answer's r=2
+    expect(again.headers.get("ratelimit-policy")).toBe('"tenant";q=1200;w=60, "key";q=3;w=60');
+    expect((await write()).headers.get("ratelimit")).toMatch(/^"key";r=0;t=\d+$/);
   });
 
   it("keys are per tenant: another tenant's same key runs its own request", async () => {

@@ -281,6 +281,19 @@ describe("keys a tenant manages", () => {
     expect((await as(app, again.body.key)("/v1/workspaces")).status).toBe(401);
   });
 
+  it("rotation of an expiring key: the old secret's grace is said to end no later than the key itself (it stops there, whatever the grace)", async () => {
+    const t = await managed();
+    const expires = new Date(Date.now() + 3_600_000).toISOString();
+    const made = await t.manage("/v1/keys", post({ expires_at: expires }));
+    expect(made.status).toBe(201);
+    const rot = await t.manage(`/v1/keys/${made.body.key_id}/rotate`, post({ grace_seconds: 7 * 86_400 }));
+    expect(rot.status).toBe(200);
+    expect(rot.body.expires_at).toBe(expires);
+    expect(rot.body.old_secret_valid_until).toBe(expires); // was a week ahead, past the key's own end
+    const short = await t.manage(`/v1/keys/${made.body.key_id}/rotate`, post({ grace_seconds: 60 }));
+    expect(Date.parse(short.body.old_secret_valid_until)).toBeLessThan(Date.parse(expires));
+  });
+
   it("revocation reaches another isolate within its key cache's TTL (the documented bound: 5 s + the store's propagation)", async () => {
     const t = await managed();
     const made = await t.manage("/v1/keys", post({}));

@@ -66,6 +66,22 @@ describe("calls_per_minute through the LIMITS Durable Object", () => {
     expect((await t.req("/v1/workspaces")).status).toBe(200);
   });
 
+  it("a key made by a key with limits draws from its maker's bucket too: making keys never multiplies a limited key's calls", async () => {
+    const app = testApp({ limits: limits() });
+    const t = await newTenant(app);
+    const maker = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "manage"], limits: { calls_per_minute: 3 } });
+    const send = (key: string, path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } });
+    const child = await send(maker.body.key, "/v1/keys", { method: "POST", body: JSON.stringify({ name: "end user" }) }); // the maker's 1st call
+    expect(child.status).toBe(201);
+    const made = (await child.json()) as any;
+    expect(made.limits).toEqual({ calls_per_minute: 3 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await send(made.key, "/v1/workspaces")).status);
+    expect(statuses).toEqual([200, 200, 429]); // was 200 × 3: a bucket of its own, as full as its maker's
+    expect((await send(maker.body.key, "/v1/keys")).status).toBe(429); // the maker's 3 went: 1 its own, 2 its key's
+    expect((await t.req("/v1/workspaces")).status).toBe(200); // the tenant's other keys are not held back
+  });
+
   it("GET and PUT /v1/admin/tenants/{t}/limits: as set and as they apply; unknown fields and bad values are refused", async () => {
     const app = testApp({ limits: limits() });
     const t = await newTenant(app);
@@ -121,6 +137,20 @@ describe("concurrent_runs leases in the Durable Object", () => {
     if (held.ok) await b.releaseRun(tenant, held.lease);
     expect((await a.acquireRun(tenant, { key_id: "k" }, 60_000)).ok).toBe(true);
     expect((await a.acquireRun(tenant, { key_id: "k" }, 60_000)).ok).toBe(false);
+  });
+
+  it("a key made by a key with limits counts in its maker's concurrent_runs too (and its maker's runs in its own: one budget)", async () => {
+    const a = limits();
+    const tenant = `t-maker-runs-${Date.now()}`;
+    const maker = { key_id: "m", limits: { concurrent_runs: 1 } };
+    const child = { key_id: "c", limits: { concurrent_runs: 1 }, maker_limits: [maker] };
+    const held = await a.acquireRun(tenant, child, 60_000);
+    expect(held.ok).toBe(true);
+    expect(await a.acquireRun(tenant, maker, 60_000)).toMatchObject({ ok: false, running: 1, limit: 1, by: "key" });
+    expect(await a.acquireRun(tenant, { ...child, key_id: "c2" }, 60_000)).toMatchObject({ ok: false, by: "key" }); // a sibling: was ok
+    if (held.ok) await a.releaseRun(tenant, held.lease);
+    expect((await a.acquireRun(tenant, maker, 60_000)).ok).toBe(true);
+    expect((await a.acquireRun(tenant, { key_id: "other" }, 60_000)).ok).toBe(true); // a key of no lineage
   });
 
   it("a lease's holder (a live sandbox, a fresh run) round-trips through the object: a refusal names it with its lease, its storage keeps it", async () => {

@@ -63,6 +63,25 @@ export function describeLimitsStore(name: string, make: MakeStores) {
       expect((await b.takeCall(t, small)).ok).toBe(true);
     });
 
+    it("a key made by a limited key draws from its maker's bucket and run slots too, across handles (siblings share them)", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("m");
+      const maker = { key_id: "maker", limits: { calls_per_minute: 3, concurrent_runs: 1 } };
+      const child = (id: string) => ({ key_id: id, limits: maker.limits, maker_limits: [maker] });
+      expect((await a.takeCall(t, maker)).ok).toBe(true);
+      expect((await b.takeCall(t, child("c1"))).ok).toBe(true);
+      expect((await a.takeCall(t, child("c2"))).ok).toBe(true);
+      expect(await b.takeCall(t, child("c3"))).toMatchObject({ ok: false, policy: "key", limit: 3, remaining: 0 });
+      expect((await a.takeCall(t, { key_id: "other" })).ok).toBe(true);
+      const run = await a.acquireRun(t, child("c1"), 60_000);
+      expect(run.ok).toBe(true);
+      expect(await b.acquireRun(t, child("c2"), 60_000)).toMatchObject({ ok: false, by: "key", limit: 1 });
+      expect(await b.acquireRun(t, maker, 60_000)).toMatchObject({ ok: false, by: "key" });
+      if (run.ok) await b.releaseRun(t, run.lease);
+      expect((await a.acquireRun(t, maker, 60_000)).ok).toBe(true);
+    });
+
     it("concurrent_runs: at most the limit across handles; a release frees a slot; a lease not released ends with its time", async () => {
       const c = clock();
       const { a, b } = make(c.now);

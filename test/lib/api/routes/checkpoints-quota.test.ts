@@ -53,7 +53,7 @@ describe("checkpoints_per_workspace", () => {
     expect((await asKey("/v1/workspaces/main/checkpoints", {})).status).toBe(201);
     const refused = await asKey("/v1/workspaces/main/checkpoints", {});
     expect(refused.status).toBe(413);
-    expect(((await refused.json()) as any).error.details).toEqual({ quota: "checkpoints_per_workspace", usage: 1, limit: 1 });
+    expect(((await refused.json()) as any).error.details).toEqual({ quota: "checkpoints_per_workspace", usage: 1, limit: 1, by: "key" }); // the key's own limit binds
     expect((await t.req("/v1/workspaces/main/checkpoints", json({}))).status).toBe(201); // the tenant's key: the default 100
     expect((await t.req("/v1/workspaces", json({ id: "other" }))).status).toBe(201);
     expect((await asKey("/v1/workspaces/other/checkpoints", {})).status).toBe(201);

@@ -113,6 +113,10 @@ describe("the approval gate", () => {
     expect((await getPending(other, id)).status).toBe(404);
     expect((await repeat(other, "write", id, {})).status).toBe(404);
     expect(await readFile(t, "a.txt")).toBe("one");
+    // One answer for an id that is not there, whatever its shape: the workspace named, no "{ws}" left unfilled.
+    const unknown = async (x: string) => (await getPending(other, x)).body.error.message.replace(x, "<id>");
+    expect(await unknown("abc")).toBe(await unknown(id));
+    expect(await unknown("abc")).toBe(`No pending call <id> in workspace ${other.ws}. List them with GET /v1/workspaces/${other.ws}/pending.`);
   });
 
   it("a key holding approve and the tool's scope cannot approve its own held call: PERMISSION_DENIED, still pending, nothing ran; another key approves it; it may refuse its own", async () => {

@@ -20,6 +20,7 @@ describe("workspaces quota", () => {
       const body = (await res.json()) as any;
       expect(body.error).toMatchObject({ code: "QUOTA_EXCEEDED", details: { quota: "workspaces", usage: 2, limit: 2 } });
       expect(body.error.message).toContain("workspaces quota is 2");
+      expect(body.error.message).toContain("PUT /v1/admin/tenants/{tenant}/limits");
     }
     expect(await snapshot(t.tenant)).toEqual(before);
     // Deleting one frees its slot.
@@ -27,13 +28,16 @@ describe("workspaces quota", () => {
     expect((await post(JSON.stringify({ id: "third" }))).status).toBe(201);
   });
 
-  it("a key's own workspaces limit is the smaller one: it is refused where the tenant's other key is not", async () => {
+  it("a key's own workspaces limit is the smaller one: it is refused where the tenant's other key is not, told it is the key's limit (raising the tenant's would not help)", async () => {
     const app = testApp({ limits: memoryLimits() });
     const t = await newTenant(app);
     const k = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "one-ws", limits: { workspaces: 1 } });
     const res = await app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${k.body.key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "nope" }) });
     expect(res.status).toBe(413);
-    expect(((await res.json()) as any).error.details).toEqual({ quota: "workspaces", usage: 1, limit: 1 });
+    const error = ((await res.json()) as any).error;
+    expect(error.details).toEqual({ quota: "workspaces", usage: 1, limit: 1, by: "key" });
+    expect(error.message).toContain("this API key's own workspaces limit is 1");
+    expect(error.message).not.toContain("PUT /v1/admin/tenants"); // was: ask the operator to raise the tenant's limit
     expect((await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "yes" }) })).status).toBe(201);
   });
 
