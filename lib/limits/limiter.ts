@@ -66,6 +66,9 @@ export interface Lease {
   holder?: LeaseHolder;
 }
 
+/** The key's quota as RateLimit-Policy names it: the smallest of its own limit and its makers' (the budget its calls can keep up). */
+const keyQuota = (keyLimit: number, makers: readonly KeyBudget[]): number => Math.min(keyLimit, ...makers.map((m) => m.limit));
+
 /** A budget above the calling key's own: a key that made it (at any depth) and that key's own limit. */
 export interface KeyBudget {
   id: string;
@@ -127,7 +130,7 @@ export class TenantLimiter {
    */
   takeCall(keyId: string, tenantLimit: number, keyLimit: number, extra = 0, makers: readonly KeyBudget[] = []): CallDecision & { extra: number } {
     const { ok, granted, state, t, keys } = this.take([{ id: keyId, limit: keyLimit }, ...makers], tenantLimit, 1, extra);
-    const limits = { tenant_limit: tenantLimit, key_limit: keyLimit };
+    const limits = { tenant_limit: tenantLimit, key_limit: keyQuota(keyLimit, makers) };
     if (ok) return { ok: true, ...state, ...limits, extra: granted };
     const wait = Math.max(secondsFor(MINUTE_MS - t.units, tenantLimit), ...keys.map(({ b, limit }) => secondsFor(MINUTE_MS - b.units, limit)));
     return { ok: false, retry_after: Math.max(1, wait), ...state, ...limits, extra: 0 };
@@ -136,7 +139,7 @@ export class TenantLimiter {
   /** Up to `want` calls ahead (at most leaseCap of the smaller limit, and what every bucket holds), for no call now. */
   leaseCalls(keyId: string, tenantLimit: number, keyLimit: number, want: number, makers: readonly KeyBudget[] = []): CallLease {
     const { granted, state } = this.take([{ id: keyId, limit: keyLimit }, ...makers], tenantLimit, 0, want);
-    return { ...state, granted, tenant_limit: tenantLimit, key_limit: keyLimit };
+    return { ...state, granted, tenant_limit: tenantLimit, key_limit: keyQuota(keyLimit, makers) };
   }
 
   /** The tenant's bucket and each key's of `budgets` (the calling key's first): `need` from all or none, then up to `extra` more. */

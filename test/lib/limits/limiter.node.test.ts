@@ -88,6 +88,18 @@ describe("headers (draft-ietf-httpapi-ratelimit-headers)", () => {
     const refused = l.takeCall("k2", 100, 10);
     expect(rateLimitHeaders(refused)).toEqual({ "RateLimit-Policy": '"tenant";q=100;w=60, "key";q=10;w=60', RateLimit: '"key";r=0;t=60', "Retry-After": "6" });
   });
+
+  it("a key whose maker's budget is smaller names that budget's quota in RateLimit-Policy, as RateLimit counts from it", () => {
+    const l = new TenantLimiter(clock().now);
+    const makers = [{ id: "maker", limit: 4 }];
+    const first = l.takeCall("child", 100, 60, 0, makers);
+    expect(rateLimitHeaders(first)).toEqual({ "RateLimit-Policy": '"tenant";q=100;w=60, "key";q=4;w=60', RateLimit: '"key";r=3;t=15' });
+    for (let i = 0; i < 3; i++) l.takeCall("sibling", 100, 60, 0, makers);
+    const refused = l.takeCall("child", 100, 60, 0, makers);
+    expect(refused.ok).toBe(false);
+    expect(rateLimitHeaders(refused)["RateLimit-Policy"]).toBe('"tenant";q=100;w=60, "key";q=4;w=60');
+    expect(rateLimitHeaders(refused).RateLimit).toMatch(/^"key";r=0;t=/);
+  });
 });
 
 describe("concurrent runs (leases)", () => {
